@@ -3,6 +3,8 @@ offers, which settings it gives them. tests/e2e/test_wheel.py runs the installed
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,18 @@ def test_hints_name_the_command_that_works_where_they_are_printed(tmp_path: Path
     assert commands.hint_program() == "searchcrawl"
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = searchcrawl.settings\n")
     assert commands.hint_program() == "scrapy"
+
+
+def test_the_command_is_found_as_scrapy_finds_it() -> None:
+    assert commands.command_name(["scrapy", "crawl", "intranet", "-s", "X=1"]) == "crawl"
+    assert commands.command_name(["searchcrawl", "--help"]) is None
+    assert commands.command_name(["scrapyd/runner.py", "crawl", "intranet"]) == "crawl"
+
+
+@pytest.mark.parametrize(("argv", "collecting"), [(["scrapy", "crawl", "x"], False), (["scrapy", "web"], True)])
+def test_a_crawl_collects_no_garbage_while_scrapy_imports_the_commands(argv: list[str], collecting: bool) -> None:
+    """Off for a crawl only (its start_up_done turns it on again: tests/e2e/test_startup.py);
+    a fresh interpreter, as the commands' package is imported once."""
+    code = f"import sys; sys.argv = {argv!r}; import gc, searchcrawl.commands; print(gc.isenabled())"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert found.stdout.strip() == str(collecting)

@@ -29,12 +29,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache, lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from babel import Locale, dates, localedata, numbers
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-from babel.support import Translations
+# Babel (17 modules, 15-20 ms) is imported where a language is first needed, not with this module:
+# a crawl marks messages (N_) and never shows one, and its start is what issue 74 measures
+if TYPE_CHECKING:
+    from babel import Locale
 
 # The interface's languages, each by its own name (as a searcher looks for it in a list)
 LANGUAGES: dict[str, str] = {"en": "English", "de": "Deutsch", "ja": "日本語"}
@@ -71,6 +71,10 @@ def catalogue(code: str) -> gettext_module.NullTranslations:
         raise KeyError(f"no interface language {code!r}: one of {', '.join(LANGUAGES)}")
     if code == ENGLISH:
         return gettext_module.NullTranslations()
+    from babel.messages.mofile import write_mo  # noqa: PLC0415 - see the imports
+    from babel.messages.pofile import read_po  # noqa: PLC0415
+    from babel.support import Translations  # noqa: PLC0415
+
     source = importlib.resources.files(CATALOGUE_PACKAGE).joinpath(catalogue_path(code)).read_bytes()
     compiled = io.BytesIO()
     write_mo(compiled, read_po(io.BytesIO(source), locale=code, domain=DOMAIN), use_fuzzy=False)
@@ -83,11 +87,15 @@ def known_locales() -> dict[str, str]:
     """CLDR's locale identifiers (``de_CH``), by their lower-case form with ``_``: a tag from a
     request is looked up here before Babel parses it, so no tag CLDR lacks reaches Babel (whose
     ``localedata.exists`` remembers every identifier it is asked, without bound)."""
+    from babel import localedata  # noqa: PLC0415 - see the imports
+
     return {identifier.lower(): identifier for identifier in localedata.locale_identifiers()}
 
 
 def known_locale(tag: str) -> Locale | None:
     """The CLDR locale of a language tag (``de-CH``, ``ja``), or None when CLDR has none."""
+    from babel import Locale  # noqa: PLC0415 - see the imports
+
     identifier = known_locales().get(tag.replace("-", "_").lower())
     return Locale.parse(identifier) if identifier is not None else None
 
@@ -97,6 +105,8 @@ def language(tag: str) -> Language:
     """The language of ``tag``: ``de`` or a regional one, ``de-CH``, whose numbers and dates are the
     region's (1'234.5) and whose words are its language's. A region CLDR does not know is the
     language's own."""
+    from babel import Locale  # noqa: PLC0415 - see the imports
+
     code = tag.split("-")[0].lower()
     translations = catalogue(code)
     locale = known_locale(tag)
@@ -193,6 +203,8 @@ def N_(message: str) -> str:  # noqa: N802 - the name gettext's tools look for
 def number(value: float, digits: int | None = None) -> str:
     """``value`` as the current language writes numbers (its grouping and decimal signs); with ``digits``,
     that many after the decimal sign."""
+    from babel import numbers  # noqa: PLC0415 - see the imports
+
     pattern = None if digits is None else "#,##0" + ("." + "0" * digits if digits else "")
     return numbers.format_decimal(value, format=pattern, locale=current().locale)
 
@@ -200,6 +212,8 @@ def number(value: float, digits: int | None = None) -> str:
 def percent(fraction: float, digits: int = 0) -> str:
     """``fraction`` (0.25) as a percentage in the current language (25 %, 25%: its own pattern), with
     ``digits`` after the decimal sign."""
+    from babel import numbers  # noqa: PLC0415 - see the imports
+
     locale = current().locale
     pattern = locale.percent_formats[None].pattern
     if digits:
@@ -212,6 +226,8 @@ def moment(value: datetime | None, seconds: bool = True) -> str:
     uses), in the time zone ``value`` carries (a naive one is shown as it is: the database's UTC)."""
     if value is None:
         return ""
+    from babel import dates  # noqa: PLC0415 - see the imports
+
     pattern: Literal["medium", "short"] = "medium" if seconds else "short"
     date_part = dates.format_date(value, "medium", locale=current().locale)
     time_part = dates.format_time(value, pattern, tzinfo=value.tzinfo, locale=current().locale)
@@ -221,4 +237,6 @@ def moment(value: datetime | None, seconds: bool = True) -> str:
 
 def day(value: date | None) -> str:
     """A date in the current language."""
+    from babel import dates  # noqa: PLC0415 - see the imports
+
     return "" if value is None else dates.format_date(value, "medium", locale=current().locale)
