@@ -12,7 +12,7 @@ from __future__ import annotations
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.index.indexer import PASSAGES, SolrIndex
-from searchcrawl.search.answers import AnswerConfig, answer
+from searchcrawl.search.answers import AnswerConfig, answer, dropped_because, sentences_of
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
@@ -66,6 +66,16 @@ def explain_answer(
     if result.raw:
         lines.append("The model's text:")
         lines.append("  " + " ".join(result.raw.split()))
+        given = [source.given for source in result.sources]
+        dropped = [
+            (plain, why)
+            for plain, numbers in sentences_of(result.raw)
+            if all(1 <= number <= len(given) for number in numbers)
+            and (why := dropped_because(plain, numbers, given, result.question, config.support))
+        ]
+        if dropped:
+            lines.append("Dropped, and why:")
+            lines.extend(f"  {plain or '(empty)'}: {why}" for plain, why in dropped)
     if result.sentences:
         lines.append("Kept, with their citations:")
         lines.extend(f"  {text} {' '.join(f'[{n}]' for n in cites)}" for text, cites in result.sentences)

@@ -105,6 +105,12 @@ class AnswerSource:
     text: str  # what was sent
     score: float
 
+    @property
+    def given(self) -> str:
+        """What the model was given of it, as the check compares a sentence with it: its title and
+        its passage."""
+        return f"{self.title}\n{self.text}"
+
 
 @dataclass(frozen=True)
 class Considered:
@@ -269,6 +275,32 @@ def supported(sentence: str, sources: Sequence[str], question: str = "") -> floa
     return sum(said(word, known) for word in words) / len(words)
 
 
+def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The model's sentences as they would be shown (its citations taken out) with the numbers each
+    cites, in its first MAX_ANSWER_CHARS characters."""
+    found = []
+    for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
+        numbers = tuple(int(number) for number in _CITATION.findall(sentence))
+        plain = " ".join(_CITATION.sub(" ", sentence).split())
+        found.append((re.sub(r"\s+([.,;:!?])", r"\1", plain), numbers))
+    return found
+
+
+def dropped_because(plain: str, numbers: tuple[int, ...], sources: Sequence[str], question: str, support: float) -> str:
+    """Why a sentence of a model's answer is not kept ("" when it is): ``checked_answer``'s rules
+    for one sentence, in words explain-answer shows."""
+    if not numbers or not plain:
+        return "no citation"
+    if "cannot answer" in plain.lower():
+        return "says it cannot answer"
+    if not _WORD.search(plain):  # "[2] 4.2." says nothing: dropped as an uncited sentence is
+        return "no word"
+    share = supported(plain, [sources[number - 1] for number in dict.fromkeys(numbers)], question)
+    if share < support:
+        return f"its sources say {share:.0%} of its words, under {support:.0%}"
+    return ""
+
+
 def checked_answer(
     text: str, sources: Sequence[str], question: str = "", support: float = 0.5
 ) -> tuple[list[tuple[str, tuple[int, ...]]], str]:
@@ -276,26 +308,21 @@ def checked_answer(
     module's docstring. ``sources``: the texts numbered 1, 2, ... as they were sent (title and
     passage); ``support``: ``AnswerConfig.support``."""
     kept: list[tuple[str, tuple[int, ...]]] = []
-    dropped = ""
-    for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
-        numbers = tuple(int(found) for found in _CITATION.findall(sentence))
+    reasons: set[str] = set()
+    for plain, numbers in sentences_of(text):
         if any(not 1 <= number <= len(sources) for number in numbers):
             return [], CITED_UNSENT
-        plain = " ".join(_CITATION.sub(" ", sentence).split())
-        plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
         if _CITATION_LIKE.search(plain):
             return [], CITED_UNREADABLE
-        if not numbers or not plain or "cannot answer" in plain.lower():
-            continue
-        cites = tuple(dict.fromkeys(numbers))
-        if not _WORD.search(plain):  # "[2] 4.2." says nothing: dropped as an uncited sentence is
-            dropped = dropped or CITED_WORDLESS
-        elif supported(plain, [sources[number - 1] for number in cites], question) < support:
-            dropped = CITED_UNSUPPORTED
-        else:
-            kept.append((plain, cites))
+        why = dropped_because(plain, numbers, sources, question, support)
+        if not why:
+            kept.append((plain, tuple(dict.fromkeys(numbers))))
+        elif why == "no word":
+            reasons.add(CITED_WORDLESS)
+        elif why.startswith("its sources say"):
+            reasons.add(CITED_UNSUPPORTED)
     if not kept:
-        return [], dropped or CITED_NONE
+        return [], CITED_UNSUPPORTED if CITED_UNSUPPORTED in reasons else CITED_WORDLESS if reasons else CITED_NONE
     asked = content_words(question)
     if asked and not any(said(word, asked) for text, _cites in kept for word in content_words(text)):
         return [], OFF_QUESTION
@@ -379,8 +406,8 @@ def answer(
     chat = messages(question, result.sources)
     result.prompt_chars = sum(len(message["content"]) for message in chat)
     result.raw = ask_model(config, chat)
-    sent = [f"{source.title}\n{source.text}" for source in result.sources]
-    result.sentences, refused = checked_answer(result.raw, sent, question, config.support)
+    given = [source.given for source in result.sources]
+    result.sentences, refused = checked_answer(result.raw, given, question, config.support)
     result.reason = refused
     result.refused = refused and f"No answer: {refused}."
     result.seconds = time.monotonic() - started

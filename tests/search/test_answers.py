@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from searchcrawl.search.answers import AnswerConfig, anchored, answer_config, checked_answer, messages, select_sources, supported
+from searchcrawl.search.answers import (
+    AnswerConfig,
+    anchored,
+    answer_config,
+    checked_answer,
+    dropped_because,
+    messages,
+    select_sources,
+    sentences_of,
+    supported,
+)
 
 LEAVE = "Leave\nAnnual leave is booked online in the HR portal."
 PERMITS = "Parking\nParking permits are free at the gate office."
@@ -189,3 +199,9 @@ REAL = [
 def test_a_paraphrase_of_a_real_passage_is_kept_whole(question: str, source: str, said_as: str) -> None:
     kept, refused = checked_answer(said_as, [source], question)
     assert refused == "" and len(kept) == said_as.count("[1]")
+
+
+def test_each_dropped_sentence_says_why_as_explain_answer_shows_it() -> None:
+    text = "Leave is booked online [1]. It is great. 4.2 [1]. I cannot answer this [1]. Import torch from nn [2]."
+    verdicts = [dropped_because(plain, cites, [LEAVE, PERMITS], "book leave", 0.5) for plain, cites in sentences_of(text)]
+    assert verdicts == ["", "no citation", "no word", "says it cannot answer", "its sources say 0% of its words, under 50%"]
