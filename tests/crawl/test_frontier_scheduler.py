@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -37,6 +38,7 @@ from scrapy.exceptions import DontCloseSpider, NotSupported
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl import frontier_scheduler
 from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN, WAKE
@@ -214,7 +216,11 @@ def test_the_frontier_is_leased_a_batch_at_a_time(crawler_of) -> None:
     assert drain(scheduler) == [f"http://h.test/{n}.html" for n in range(1, 5)]
 
 
-def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(crawler_of) -> None:
+def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(crawler_of, monkeypatch) -> None:
+    # the scheduler's clock, moved by the test (a loaded machine once let IDLE_RECHECK pass between
+    # two calls and the frontier was asked again: the assertion below saw b.html early)
+    now = [1000.0]
+    monkeypatch.setattr(frontier_scheduler, "time", SimpleNamespace(monotonic=lambda: now[0]))
     scheduler = opened(crawler_of())
     assert scheduler.next_request() is None and scheduler.starved
     scheduler.enqueue_request(link(scheduler, "http://h.test/a.html"))  # this node's page added a link
@@ -225,7 +231,7 @@ def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(
     elsewhere = Frontier(scheduler.stores.database, "unit", run.id, "elsewhere")
     elsewhere.add([Entry("http://h.test/b.html", 1)])
     assert scheduler.next_request() is None
-    time.sleep(IDLE_RECHECK)
+    now[0] += IDLE_RECHECK
     assert drain(scheduler) == ["http://h.test/b.html"]
 
 
