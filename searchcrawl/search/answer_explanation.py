@@ -12,7 +12,7 @@ from __future__ import annotations
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.index.indexer import PASSAGES, SolrIndex
-from searchcrawl.search.answers import AnswerConfig, answer, dropped_because, sentences_of
+from searchcrawl.search.answers import AnswerConfig, SourceWords, answer, dropped_because, sentences_of
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
@@ -66,7 +66,7 @@ def explain_answer(
     if result.raw:
         lines.append("The model's text:")
         lines.append("  " + " ".join(result.raw.split()))
-        given = [source.given for source in result.sources]
+        given = [SourceWords(source.given) for source in result.sources]
         dropped = [
             (plain, why)
             for plain, numbers in sentences_of(result.raw)

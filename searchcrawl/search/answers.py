@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,11 +53,16 @@ SYSTEM_PROMPT = (
     "If the sources do not answer the question, say only: I cannot answer this from the sources. "
     "Write plain sentences, no lists, no markup."
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CITATION = re.compile(r"\[(\d{1,3})\]")
+# a sentence ends at . ! ? and a space, or at a full stop of Japanese or Chinese (no space after)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+_ENDS = "[.!?。！？]"
+# "It is booked online. [1]": citations written after the full stop are the sentence's own
+_CITED_AFTER = re.compile(rf"({_ENDS})((?:\s*\[\d{{1,3}}\])+)")
+# a number in brackets right after a letter or digit is code ("a[0]", "args[1]"), not a citation
+_CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 # what is left of a citation the check did not read ([7 ], [7,8], [^7], a full-width bracket): the
 # answer is refused rather than shown with a mark that points nowhere it was checked
-_CITATION_LIKE = re.compile(r"[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
+_CITATION_LIKE = re.compile(r"(?<![A-Za-z0-9_])[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
 MAX_ANSWER_CHARS = 4000  # of the model's text read
 NO_ANSWER = N_("No answer in what you may read.")
 # why a model's answer is refused (``checked_answer``): English in ``Answer.refused`` (the JSON API's,
@@ -72,7 +78,8 @@ _WORD = re.compile(r"[^\W\d_]{2,}")  # two letters in a row: a word, in any scri
 _SPACELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 CONTENT_LETTERS = 4  # shorter words are mostly function words (the, und, est): not compared
 STEM_LETTERS = 5  # words compared on their first letters: "indexing" says "indexer", "slowest" "slow"
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
+_URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 25, 4.2, 15:30, 2026-03-15, 1,000
 
 
 class AnswerFailed(Exception):
@@ -246,7 +253,7 @@ def content_words(text: str) -> set[str]:
     cut to ``STEM_LETTERS`` (a light stem in any language that spaces its words), shorter than
     ``CONTENT_LETTERS`` left out; in a script without spaces, every two characters."""
     words: set[str] = set()
-    for word in _WORD.findall(text.casefold()):
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
         if _SPACELESS.search(word):
             words.update(word[at : at + 2] for at in range(len(word) - 1))
         elif len(word) >= CONTENT_LETTERS:
@@ -254,41 +261,78 @@ def content_words(text: str) -> set[str]:
     return words
 
 
-def said(word: str, words: set[str]) -> bool:
-    """Whether ``word`` (of ``content_words``) is one of ``words`` or they differ only in an
-    ending ("slow" and "slowest", "index" and "indexed")."""
-    if word in words or len(word) <= 2:
-        return word in words
-    if any(word[:letters] in words for letters in range(CONTENT_LETTERS, len(word))):
-        return True
-    return len(word) < STEM_LETTERS and any(other.startswith(word) for other in words)
+def link_of(url: str) -> str:
+    """A URL as links are compared: its trailing punctuation off, its scheme and host in lower case."""
+    url = url.rstrip(".,;:!?")
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{host.lower()}{slash}{path}"
 
 
-def supported(sentence: str, sources: Sequence[str], question: str = "") -> float:
-    """The share of ``sentence``'s content words that ``sources`` (the texts it cites, their
-    titles included) or ``question`` say; 0.0 for a sentence without one (nothing of it can be
-    checked, so nothing of it is vouched for) or with a URL its sources do not hold."""
+class SourceWords:
+    """What the model was given of one source, as a sentence is compared with it: its content
+    words (and their first CONTENT_LETTERS letters, for a word that ends sooner), its numbers
+    and its links. Made once an answer for each source, whatever its sentences cite."""
+
+    def __init__(self, text: str) -> None:
+        self.words = content_words(text)
+        self.stems = {word[:CONTENT_LETTERS] for word in self.words if len(word) > CONTENT_LETTERS}
+        self.numbers = set(_NUMBER.findall(text))
+        self.links = {link_of(url) for url in _URL.findall(text)}
+
+    def says(self, word: str) -> bool:
+        """Whether the source holds ``word`` (of ``content_words``) or a word that differs from it
+        only in an ending ("slow" and "slowest", "index" and "indexed")."""
+        if word in self.words:
+            return True
+        if len(word) > CONTENT_LETTERS:
+            return word[:CONTENT_LETTERS] in self.words
+        return len(word) == CONTENT_LETTERS and word in self.stems
+
+
+def supported(sentence: str, sources: Sequence[SourceWords | str], question: str = "") -> float:
+    """The share of ``sentence``'s content words that the ``sources`` it cites (their titles
+    included) say. The question's words are not counted: a model that repeats a question back
+    ("yes, the bonus pool is 2 million") says nothing its sources say. 0.0 for a sentence without
+    a content word (nothing of it can be checked, so nothing of it is vouched for), with a link its
+    sources do not hold (#4786's links to nowhere), or with a number neither they nor the question
+    hold (40 days where the source says 25)."""
+    given = [source if isinstance(source, SourceWords) else SourceWords(source) for source in sources]
     words = content_words(sentence)
-    if not words or any(url.rstrip(".,;:!?") not in " ".join(sources) for url in _URL.findall(sentence)):
-        return 0.0  # a link its sources do not hold is the model's own (#4786's links to nowhere)
-    known = content_words(question).union(*(content_words(text) for text in sources))
-    return sum(said(word, known) for word in words) / len(words)
+    if not words:
+        return 0.0
+    if any(link_of(url) not in {link for each in given for link in each.links} for url in _URL.findall(sentence)):
+        return 0.0
+    numbers = set(_NUMBER.findall(question)).union(*(each.numbers for each in given))
+    if any(number not in numbers for number in _NUMBER.findall(_URL.sub(" ", sentence))):
+        return 0.0
+    return sum(any(each.says(word) for each in given) for word in words) / len(words)
+
+
+def speaks_of(kept: Sequence[str], question: str) -> bool:
+    """Whether the kept sentences name something the question asked (a content word of it); true
+    for a question without one (nothing to compare)."""
+    asked = SourceWords(question)
+    return not asked.words or any(asked.says(word) for text in kept for word in content_words(text))
 
 
 def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The model's sentences as they would be shown (its citations taken out) with the numbers each
     cites, in its first MAX_ANSWER_CHARS characters."""
     found = []
-    for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
+    text = _CITED_AFTER.sub(r"\2\1", " ".join(text[:MAX_ANSWER_CHARS].split()))
+    for sentence in _SENTENCE.split(text):
         numbers = tuple(int(number) for number in _CITATION.findall(sentence))
         plain = " ".join(_CITATION.sub(" ", sentence).split())
-        found.append((re.sub(r"\s+([.,;:!?])", r"\1", plain), numbers))
+        plain = re.sub(r"\s+([.,;:!?。！？])", r"\1", plain)
+        if plain or numbers:
+            found.append((plain, numbers))
     return found
 
 
-def dropped_because(plain: str, numbers: tuple[int, ...], sources: Sequence[str], question: str, support: float) -> str:
+def dropped_because(plain: str, numbers: tuple[int, ...], sources: Sequence[SourceWords], question: str, support: float) -> str:
     """Why a sentence of a model's answer is not kept ("" when it is): ``checked_answer``'s rules
-    for one sentence, in words explain-answer shows."""
+    for one sentence, in words explain-answer shows. ``sources``: each numbered source's words."""
     if not numbers or not plain:
         return "no citation"
     if "cannot answer" in plain.lower():
@@ -307,6 +351,7 @@ def checked_answer(
     """(sentences kept with the sources each cites, why the answer is refused or ""): see the
     module's docstring. ``sources``: the texts numbered 1, 2, ... as they were sent (title and
     passage); ``support``: ``AnswerConfig.support``."""
+    given = [SourceWords(source) for source in sources]
     kept: list[tuple[str, tuple[int, ...]]] = []
     reasons: set[str] = set()
     for plain, numbers in sentences_of(text):
@@ -314,7 +359,7 @@ def checked_answer(
             return [], CITED_UNSENT
         if _CITATION_LIKE.search(plain):
             return [], CITED_UNREADABLE
-        why = dropped_because(plain, numbers, sources, question, support)
+        why = dropped_because(plain, numbers, given, question, support)
         if not why:
             kept.append((plain, tuple(dict.fromkeys(numbers))))
         elif why == "no word":
@@ -323,8 +368,7 @@ def checked_answer(
             reasons.add(CITED_UNSUPPORTED)
     if not kept:
         return [], CITED_UNSUPPORTED if CITED_UNSUPPORTED in reasons else CITED_WORDLESS if reasons else CITED_NONE
-    asked = content_words(question)
-    if asked and not any(said(word, asked) for text, _cites in kept for word in content_words(text)):
+    if not speaks_of([plain for plain, _cites in kept], question):
         return [], OFF_QUESTION
     return kept, ""
 

@@ -81,7 +81,7 @@ def test_a_cited_sentence_without_a_word_is_no_answer() -> None:
     )
     assert checked_answer("4.2 [1]. Leave is booked online [1].", [LEAVE]) == ([("Leave is booked online.", (1,))], "")
     assert checked_answer("休暇はオンラインで予約します [1]。", ["休暇\n年次休暇はオンラインで予約します。"])[0] == [
-        ("休暇はオンラインで予約します 。", (1,))
+        ("休暇はオンラインで予約します。", (1,))
     ]
 
 
@@ -108,12 +108,11 @@ def test_a_cited_sentence_its_sources_do_not_say_is_dropped() -> None:
         [],
         "the model's answer is not what its sources say",
     )
-    linked = "The profiler is documented at https://github.com/invented/profiler-guide [1]."
+    linked = "The profiler is documented at https://github.com/invented/profiler-guide."
     assert supported(linked, [profiling]) == 0.0  # a link its source does not hold
-    assert (
-        supported("The profiler is documented at https://docs.test/cProfile [1].", [profiling + " https://docs.test/cProfile"])
-        > 0.5
-    )
+    documented = [profiling + " https://docs.test/cProfile"]
+    assert supported("The profiler is documented at HTTPS://Docs.test/cProfile.", documented) > 0.5
+    assert supported("The profiler is documented at https://docs.te.", documented) == 0.0  # a link cut short
     kept, refused = checked_answer(
         "To find the slowest part of a program, use cProfile [1]. It was written in 1987 by wizards [1].",
         [profiling],
@@ -205,3 +204,32 @@ def test_each_dropped_sentence_says_why_as_explain_answer_shows_it() -> None:
     text = "Leave is booked online [1]. It is great. 4.2 [1]. I cannot answer this [1]. Import torch from nn [2]."
     verdicts = [dropped_because(plain, cites, [LEAVE, PERMITS], "book leave", 0.5) for plain, cites in sentences_of(text)]
     assert verdicts == ["", "no citation", "no word", "says it cannot answer", "its sources say 0% of its words, under 50%"]
+
+
+def test_what_a_hostile_review_found_the_check_let_through_or_refused() -> None:
+    """Stop 89's review of the sources' words check, each case as it found it."""
+    days = "Leave\nEmployees get 25 days of annual leave. Leave is booked online before 15 March."
+    # a citation written after the full stop is its own sentence's, not the next one's
+    kept, refused = checked_answer("Leave is booked online. [1] Permits are free. [2]", [LEAVE, PERMITS], "book leave")
+    assert refused == "" and kept == [("Leave is booked online.", (1,)), ("Permits are free.", (2,))]
+    # Japanese sentences end at 。 without a space: an invented one does not ride along
+    japanese = "休暇\n年次休暇はオンラインのHRポータルで予約します。申請は上司が承認します。"
+    answer_ja = "年次休暇はオンラインのHRポータルで予約します [1]。給与は毎月現金で支払われ、賞与は年三回です [1]。"
+    assert checked_answer(answer_ja, [japanese], "休暇の予約方法")[0] == [
+        ("年次休暇はオンラインのHRポータルで予約します。", (1,))
+    ]
+    # the question repeated back is not what the source says
+    echo = "Yes, the CEO bonus pool is two million euros [1]."
+    assert (
+        checked_answer(echo, [days], "is the CEO bonus pool two million euros?")[1]
+        == "the model's answer is not what its sources say"
+    )
+    # a number the source does not hold (40 days where it says 25) is the model's own
+    assert checked_answer("Employees get 40 days of annual leave [1].", [days], "how many days of leave")[0] == []
+    assert checked_answer("Employees get 25 days of annual leave [1].", [days], "how many days of leave")[0] != []
+    # code that indexes an array is no citation of a source never sent
+    code = "Use a[0] to get the first element of the array [1]."
+    assert checked_answer(code, ["Arrays\nThe first element of an array is a[0]."], "first element of an array") == (
+        [("Use a[0] to get the first element of the array.", (1,))],
+        "",
+    )
