@@ -56,6 +56,12 @@ SYSTEM_PROMPT = (
 # a sentence ends at . ! ? and a space, or at a full stop of Japanese or Chinese (no space after)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _ENDS = "[.!?。！？]"
+# a full stop after an abbreviation or an initial ends no sentence: "Except contractors, e.g. interns,
+# all get 25 days [1]" kept from "interns" on would say what its source does not
+_ABBREVIATED = re.compile(
+    r"(?:^|[\s(])(?:[^\W\d_]|e\.g|i\.e|etc|cf|vs|approx|incl|no|nr|fig|dr|mr|mrs|ms|prof|st|z\.\s?b|d\.\s?h|u\.\s?a|bzw|ca|vgl|usw|ggf)\.$",
+    re.IGNORECASE,
+)
 # "It is booked online. [1]": citations written after the full stop are the sentence's own
 _CITED_AFTER = re.compile(rf"({_ENDS})((?:\s*\[\d{{1,3}}\])+)")
 # a number in brackets right after a letter or digit is code ("a[0]", "args[1]"), not a citation
@@ -321,7 +327,13 @@ def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     cites, in its first MAX_ANSWER_CHARS characters."""
     found = []
     text = _CITED_AFTER.sub(r"\2\1", " ".join(text[:MAX_ANSWER_CHARS].split()))
-    for sentence in _SENTENCE.split(text):
+    pieces: list[str] = []
+    for piece in _SENTENCE.split(text):
+        if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
+            pieces[-1] += " " + piece
+        else:
+            pieces.append(piece)
+    for sentence in pieces:
         numbers = tuple(int(number) for number in _CITATION.findall(sentence))
         plain = " ".join(_CITATION.sub(" ", sentence).split())
         plain = re.sub(r"\s+([.,;:!?。！？])", r"\1", plain)

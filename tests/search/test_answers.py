@@ -227,6 +227,14 @@ def test_what_a_hostile_review_found_the_check_let_through_or_refused() -> None:
     # a number the source does not hold (40 days where it says 25) is the model's own
     assert checked_answer("Employees get 40 days of annual leave [1].", [days], "how many days of leave")[0] == []
     assert checked_answer("Employees get 25 days of annual leave [1].", [days], "how many days of leave")[0] != []
+    # an abbreviation ends no sentence: the qualifier before it stays with what it qualifies
+    exception = "Except for contractors, e.g. interns, all employees get 25 days of annual leave [1]."
+    assert [plain for plain, _ in sentences_of(exception)] == [exception.replace(" [1]", "")]
+    german = "Den Antrag stellen Sie z. B. im Personalportal [1]. Er gilt ab sofort [1]."
+    assert [plain for plain, _ in sentences_of(german)] == [
+        "Den Antrag stellen Sie z. B. im Personalportal.",
+        "Er gilt ab sofort.",
+    ]
     # code that indexes an array is no citation of a source never sent
     code = "Use a[0] to get the first element of the array [1]."
     assert checked_answer(code, ["Arrays\nThe first element of an array is a[0]."], "first element of an array") == (
