@@ -85,6 +85,14 @@ _SPACELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\
 CONTENT_LETTERS = 4  # shorter words are mostly function words (the, und, est): not compared
 STEM_LETTERS = 5  # words compared on their first letters: "indexing" says "indexer", "slowest" "slow"
 _URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
+# a mail address, or a host name without a scheme (a TLD an intranet's links commonly end in):
+# written by a model that did not find it in its sources, it is someone else's address
+_ADDRESS = re.compile(
+    r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w@./-])(?:[a-z0-9-]+\.)+"
+    r"(?:com|org|net|edu|gov|int|io|de|jp|uk|fr|eu|ch|at|nl|info|biz|local|corp|lan|intranet|internal)"
+    r"\b(?:/[^\s<>\"'`)\]]*)?",
+    re.IGNORECASE,
+)
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 25, 4.2, 15:30, 2026-03-15, 1,000
 
 
@@ -285,6 +293,7 @@ class SourceWords:
         self.stems = {word[:CONTENT_LETTERS] for word in self.words if len(word) > CONTENT_LETTERS}
         self.numbers = set(_NUMBER.findall(text))
         self.links = {link_of(url) for url in _URL.findall(text)}
+        self.folded = text.casefold()  # where an address is looked for, in any case
 
     def says(self, word: str) -> bool:
         """Whether the source holds ``word`` (of ``content_words``) or a word that differs from it
@@ -301,13 +310,16 @@ def supported(sentence: str, sources: Sequence[SourceWords | str], question: str
     included) say. The question's words are not counted: a model that repeats a question back
     ("yes, the bonus pool is 2 million") says nothing its sources say. 0.0 for a sentence without
     a content word (nothing of it can be checked, so nothing of it is vouched for), with a link its
-    sources do not hold (#4786's links to nowhere), or with a number neither they nor the question
-    hold (40 days where the source says 25)."""
+    sources do not hold (#4786's links to nowhere; a mail address or a host name alike), or with a
+    number neither they nor the question hold (40 days where the source says 25)."""
     given = [source if isinstance(source, SourceWords) else SourceWords(source) for source in sources]
     words = content_words(sentence)
     if not words:
         return 0.0
     if any(link_of(url) not in {link for each in given for link in each.links} for url in _URL.findall(sentence)):
+        return 0.0
+    addresses = _ADDRESS.findall(_URL.sub(" ", sentence))
+    if any(not any(address.casefold().rstrip(".") in each.folded for each in given) for address in addresses):
         return 0.0
     numbers = set(_NUMBER.findall(question)).union(*(each.numbers for each in given))
     if any(number not in numbers for number in _NUMBER.findall(_URL.sub(" ", sentence))):

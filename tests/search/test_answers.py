@@ -227,6 +227,11 @@ def test_what_a_hostile_review_found_the_check_let_through_or_refused() -> None:
     # a number the source does not hold (40 days where it says 25) is the model's own
     assert checked_answer("Employees get 40 days of annual leave [1].", [days], "how many days of leave")[0] == []
     assert checked_answer("Employees get 25 days of annual leave [1].", [days], "how many days of leave")[0] != []
+    # a mail address or a host name without a scheme is a link too: in the source, or dropped
+    mailed = "Leave\nWrite to leave@hr.example.com or open hr-portal.example.net/leave to book leave."
+    assert supported("Book leave by mail to leave@hr-example.net.", [mailed]) == 0.0
+    assert supported("Book leave at HR-Portal.example.net/leave.", [mailed]) > 0.5
+    assert supported("Use scipy.optimize.brute to find the minimum.", ["scipy.optimize.brute finds the minimum"]) == 1.0
     # an abbreviation ends no sentence: the qualifier before it stays with what it qualifies
     exception = "Except for contractors, e.g. interns, all employees get 25 days of annual leave [1]."
     assert [plain for plain, _ in sentences_of(exception)] == [exception.replace(" [1]", "")]
