@@ -11,9 +11,9 @@ enough: no model call, and the answer says so.
 The model's answer is checked sentence by sentence (``checked_answer``): a sentence keeps its
 place only with a citation of a passage that was sent, a word (two letters in a row: a model's
 "[2] 4.2." says nothing), and words its sources say (``supported``: at least
-``AnswerConfig.support`` of its content words are in the passages it cites or in the question: a
-sentence of invented code, URLs or names is not what its citation says); a sentence without them is
-dropped. What is kept must speak of the question (a content word of it, where it has one: a
+``AnswerConfig.support`` of its content words are in the passages it cites, the question's words not
+counted, and its numbers, links and addresses too: a sentence of invented code, figures, URLs or
+names is not what its citation says); a sentence without them is dropped. What is kept must speak of the question (a content word of it, where it has one: a
 passage's title copied back is no answer), or the answer is refused. A citation of a number that
 was never sent refuses the whole answer (the model confused its sources: nothing it says can be
 trusted to be where it points). The answer is text, shown
@@ -316,13 +316,14 @@ def supported(sentence: str, sources: Sequence[SourceWords | str], question: str
     words = content_words(sentence)
     if not words:
         return 0.0
-    if any(link_of(url) not in {link for each in given for link in each.links} for url in _URL.findall(sentence)):
+    links = set().union(*(each.links for each in given))
+    if any(link_of(url) not in links for url in _URL.findall(sentence)):
         return 0.0
-    addresses = _ADDRESS.findall(_URL.sub(" ", sentence))
-    if any(not any(address.casefold().rstrip(".") in each.folded for each in given) for address in addresses):
+    unlinked = _URL.sub(" ", sentence)
+    if any(not any(found.casefold().rstrip(".") in each.folded for each in given) for found in _ADDRESS.findall(unlinked)):
         return 0.0
     numbers = set(_NUMBER.findall(question)).union(*(each.numbers for each in given))
-    if any(number not in numbers for number in _NUMBER.findall(_URL.sub(" ", sentence))):
+    if any(number not in numbers for number in _NUMBER.findall(unlinked)):
         return 0.0
     return sum(any(each.says(word) for each in given) for word in words) / len(words)
 
