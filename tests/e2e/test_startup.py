@@ -73,6 +73,8 @@ def test_a_one_page_crawl_loads_only_what_the_source_needs(project, serve, tmp_p
         assert loaded(run["modules"], "playwright", "scrapy_playwright.handler") == []
         # Scrapy's remote control is off: neither it nor aiohttp's server is imported
         assert loaded(run["modules"], "aiohttp", "scrapy.extensions.remote_control") == []
+        # no message is shown: Babel is not imported (the status codes only mark theirs, N_)
+        assert loaded(run["modules"], "babel") == []
         # no cron schedule: no croniter (its import runs a process)
         assert loaded(run["modules"], "croniter") == []
         # no directory of searchers: no LDAP client, though Scrapy imports the search, web and
