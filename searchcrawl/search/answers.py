@@ -9,7 +9,8 @@ OpenAI-compatible chat URL (``/chat/completions``, plain HTTP, no vendor SDK). N
 enough: no model call, and the answer says so.
 
 The model's answer is checked sentence by sentence (``checked_answer``): a sentence keeps its
-place only with a citation of a passage that was sent, a word (two letters in a row: a model's
+place only with a citation of a passage that was sent (one written after it: a citation that opens
+a line, "[1] Title" as the prompt numbers the sources, cites nothing), a word (two letters in a row: a model's
 "[2] 4.2." says nothing), and words its sources say (``supported``: at least
 ``AnswerConfig.support`` of its content words are in the passages it cites, the question's words not
 counted, and its numbers, links and addresses too: a sentence of invented code, figures, URLs or
@@ -64,6 +65,11 @@ _ABBREVIATED = re.compile(
 )
 # "It is booked online. [1]": citations written after the full stop are the sentence's own
 _CITED_AFTER = re.compile(rf"({_ENDS})((?:\s*\[\d{{1,3}}\])+)")
+# citations that open a line head what follows ("[1] Title", a source written out as the prompt
+# numbers them, or "[2]" alone under "The answer is:"): the model was told to cite after each sentence,
+# so these cite nothing, and are not taken for the citations of the sentence before them
+_LEADING = re.compile(r"^(\s*(?:[-*•]\s*)?)((?:\[\d{1,3}\]\s*)+)(?=\S)")
+_MARKERS_ONLY = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[\d{1,3}\]\s*)+$")
 # a number in brackets right after a letter or digit is code ("a[0]", "args[1]"), not a citation
 _CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 # what is left of a citation the check did not read ([7 ], [7,8], [^7], a full-width bracket): the
@@ -335,11 +341,27 @@ def speaks_of(kept: Sequence[str], question: str) -> bool:
     return not asked.words or any(asked.says(word) for text in kept for word in content_words(text))
 
 
+def uncited_headings(text: str) -> list[str]:
+    """The lines of a model's text with the citations that head a line taken out: those before the
+    line's own text, and a line of citations alone where the line before it ends no sentence (or
+    there is none). Those that end a line, or stand alone after a sentence's end, stay its own."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if _MARKERS_ONLY.match(line):
+            before = next((kept.rstrip() for kept in reversed(lines) if kept.strip()), "")
+            if not re.search(rf"{_ENDS}$", before):
+                continue
+        else:
+            line = _LEADING.sub(r"\1", line)
+        lines.append(line)
+    return lines
+
+
 def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The model's sentences as they would be shown (its citations taken out) with the numbers each
     cites, in its first MAX_ANSWER_CHARS characters."""
     found = []
-    text = _CITED_AFTER.sub(r"\2\1", " ".join(text[:MAX_ANSWER_CHARS].split()))
+    text = _CITED_AFTER.sub(r"\2\1", " ".join(" ".join(uncited_headings(text[:MAX_ANSWER_CHARS])).split()))
     pieces: list[str] = []
     for piece in _SENTENCE.split(text):
         if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows

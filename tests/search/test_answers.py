@@ -246,3 +246,29 @@ def test_what_a_hostile_review_found_the_check_let_through_or_refused() -> None:
         [("Use a[0] to get the first element of the array.", (1,))],
         "",
     )
+
+
+def test_citations_that_head_a_line_cite_nothing() -> None:
+    """The last answers the small model gave with every related page withheld (stop 89's benchmark,
+    Nutch): it wrote its sources out as the prompt numbers them ("[1] Title" and text) or put a
+    citation alone under "The answer is:"; each was taken as a citation (of the sentence before
+    it, moved there from after its full stop, or of the text after it) and kept."""
+    fetcher = "org.apache.nutch.fetcher\nQueueFeeder feeds the queues. Enum Description FetcherThreadEvent.PublishEventType Type of event to specify start, end or reporting of a fetch item."
+    written_out = (
+        "The answer to the question is:\n[1] Ftp (apache-nutch 1.20 API)\nFetcherDb This class feeds the queues. "
+        "Enum Description FetcherThreadEvent.PublishEventType Type of event to specify start, end or reporting of a fetch item.\n"
+        "[2] org.apache.nutch.fetcher\nQueueFeeder feeds the queues."
+    )
+    assert checked_answer(written_out, [fetcher, fetcher], "fetcher hangs on slow servers") == (
+        [],
+        "the model's answer cited none of the sources",
+    )
+    indexer = "Overview\nIndexing filter to add document metadata to the index, part of the Apache Nutch indexer plugin."
+    under_a_colon = "The answer to the question is:\n\n[1]\n\nThis is because the indexer plugin of Apache Nutch adds document metadata to the index."
+    assert checked_answer(under_a_colon, [indexer], "deleted 404 pages still in the index")[0] == []
+    # what cites after its sentence still does: at the line's end, or alone on the line after it
+    cited = "The indexer plugin of Apache Nutch adds document metadata to the index.\n[1]\nSources:\n[1] Overview"
+    assert checked_answer(cited, [indexer], "what does the index hold")[0] == [
+        ("The indexer plugin of Apache Nutch adds document metadata to the index.", (1,))
+    ]
+    assert sentences_of("- [1] Leave\nLeave is booked online [1].") == [("- Leave Leave is booked online.", (1,))]
