@@ -346,13 +346,14 @@ def uncited_headings(text: str) -> list[str]:
     line's own text, and a line of citations alone where the line before it ends no sentence (or
     there is none). Those that end a line, or stand alone after a sentence's end, stay its own."""
     lines: list[str] = []
+    before = ""  # the last line kept with something on it
     for line in text.splitlines():
         if _MARKERS_ONLY.match(line):
-            before = next((kept.rstrip() for kept in reversed(lines) if kept.strip()), "")
             if not re.search(rf"{_ENDS}$", before):
                 continue
         else:
             line = _LEADING.sub(r"\1", line)
+            before = line.rstrip() or before
         lines.append(line)
     return lines
 

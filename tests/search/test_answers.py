@@ -272,3 +272,4 @@ def test_citations_that_head_a_line_cite_nothing() -> None:
         ("The indexer plugin of Apache Nutch adds document metadata to the index.", (1,))
     ]
     assert sentences_of("- [1] Leave\nLeave is booked online [1].") == [("- Leave Leave is booked online.", (1,))]
+    assert sentences_of("Leave is booked online.\n[1]\n[2]") == [("Leave is booked online.", (1, 2))]
