@@ -10,10 +10,12 @@ its crawl. Secrets are not settings: they come from the environment or files (sy
 
 import logging
 import os
+import sys
 
 from scrapy.settings import default_settings as _scrapy_defaults
 
 from searchcrawl.system.environment_settings import from_environment, ignored_variables, ignored_warning
+from searchcrawl.system.processes import command_name
 from searchcrawl.system.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
@@ -23,7 +25,10 @@ install_log_redaction()
 BOT_NAME = "searchcrawl"
 
 SPIDER_LOADER_CLASS = "searchcrawl.crawl.spiderloader.SourceSpiderLoader"
-COMMANDS_MODULE = "searchcrawl.commands"
+# Scrapy imports every module of COMMANDS_MODULE to know the commands, and names each command after
+# its module: `scrapy crawl` is given its own module alone, the others' imports cost a crawl 70 ms
+# of its start (issue 74, tests/benchmarks/README.md); every other command line sees them all.
+COMMANDS_MODULE = "searchcrawl.commands.crawl" if command_name(sys.argv) == "crawl" else "searchcrawl.commands"
 
 # --- Places -------------------------------------------------------------------------------
 # Document table, document cache and dev Solr data live here; never inside the repository.

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl import cli, commands
+from searchcrawl.system.processes import command_name
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
@@ -53,9 +54,9 @@ def test_hints_name_the_command_that_works_where_they_are_printed(tmp_path: Path
 
 
 def test_the_command_is_found_as_scrapy_finds_it() -> None:
-    assert commands.command_name(["scrapy", "crawl", "intranet", "-s", "X=1"]) == "crawl"
-    assert commands.command_name(["searchcrawl", "--help"]) is None
-    assert commands.command_name(["scrapyd/runner.py", "crawl", "intranet"]) == "crawl"
+    assert command_name(["scrapy", "crawl", "intranet", "-s", "X=1"]) == "crawl"
+    assert command_name(["searchcrawl", "--help"]) is None
+    assert command_name(["scrapyd/runner.py", "crawl", "intranet"]) == "crawl"
 
 
 @pytest.mark.parametrize(("argv", "collecting"), [(["scrapy", "crawl", "x"], False), (["scrapy", "web"], True)])
@@ -65,3 +66,22 @@ def test_a_crawl_collects_no_garbage_while_scrapy_imports_the_commands(argv: lis
     code = f"import sys; sys.argv = {argv!r}; import gc, searchcrawl.commands; print(gc.isenabled())"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert found.stdout.strip() == str(collecting)
+
+
+@pytest.mark.parametrize(
+    ("argv", "walked"),
+    [
+        (["scrapy", "crawl", "x"], ["crawl"]),
+        (["scrapy", "web"], [name for name in cli.command_names() if name not in cli.SCRAPY_COMMANDS]),
+    ],
+)
+def test_a_crawl_imports_its_own_command_alone(argv: list[str], walked: list[str]) -> None:
+    """Scrapy imports every module of COMMANDS_MODULE (``walk_modules``) to list the commands, and
+    names each after its module: a crawl is given its own alone (settings.py; 70 ms of its start,
+    issue 74), any other command line all of them. A fresh interpreter: settings.py reads sys.argv."""
+    code = (
+        f"import sys; sys.argv = {argv!r}; from scrapy.utils.misc import walk_modules; import searchcrawl.settings as s; "
+        "print(sorted(m.__name__.rsplit('.', 1)[-1] for m in walk_modules(s.COMMANDS_MODULE) if m.__name__ != 'searchcrawl.commands'))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert found.stdout.strip() == str(walked)

@@ -5,16 +5,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-
-def command_name(argv: Sequence[str]) -> str | None:
-    """The command of a `scrapy` command line, found as Scrapy finds it: its first argument that
-    is not an option."""
-    return next((arg for arg in argv[1:] if not arg.startswith("-")), None)
-
+from searchcrawl.system.processes import command_name
 
 # A crawl turns the garbage collector off for its start-up and on again once its spider is open
 # (commands/crawl.py, ``start_up_done``, says why). Off from here, before Scrapy imports the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 
 def process_alive(pid: int) -> bool:
@@ -28,3 +29,9 @@ def process_state(pid: int) -> str | None:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return None
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The command of a `scrapy` command line, found as Scrapy finds it: its first argument that
+    is not an option."""
+    return next((arg for arg in argv[1:] if not arg.startswith("-")), None)
