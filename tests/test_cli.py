@@ -57,6 +57,12 @@ def test_the_command_is_found_as_scrapy_finds_it() -> None:
     assert command_name(["scrapy", "crawl", "intranet", "-s", "X=1"]) == "crawl"
     assert command_name(["searchcrawl", "--help"]) is None
     assert command_name(["scrapyd/runner.py", "crawl", "intranet"]) == "crawl"
+    assert command_name(["/venv/lib/python3.11/site-packages/scrapy/__main__.py", "crawl", "x"]) == "crawl"
+    assert command_name(["/venv/bin/searchcrawl", "crawl", "x"]) == "crawl"
+    # another program's arguments name no command: `pytest -k crawl` keeps its collector and every command
+    assert command_name(["/venv/bin/pytest", "-k", "crawl"]) is None
+    assert command_name(["/venv/lib/python3.11/site-packages/pytest/__main__.py", "-k", "crawl"]) is None
+    assert command_name([]) is None
 
 
 @pytest.mark.parametrize(("argv", "collecting"), [(["scrapy", "crawl", "x"], False), (["scrapy", "web"], True)])

@@ -69,7 +69,10 @@ _CITED_AFTER = re.compile(rf"({_ENDS})((?:\s*\[\d{{1,3}}\])+)")
 # numbers them, or "[2]" alone under "The answer is:"): the model was told to cite after each sentence,
 # so these cite nothing, and are not taken for the citations of the sentence before them
 _LEADING = re.compile(r"^(\s*(?:[-*•]\s*)?)((?:\[\d{1,3}\]\s*)+)(?=\S)")
-_MARKERS_ONLY = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[\d{1,3}\]\s*)+$")
+_MARKERS_ONLY = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[\d{1,3}\][\s,;.]*)+$")  # "[1]", "[1], [2]", "[1]."
+_LINE = re.compile(r"\r\n|\r|\n")
+# a line that ends a sentence: its full stop, then what may close it (a quote, a bracket, markup)
+_ENDS_A_SENTENCE = re.compile(r"[.!?。！？．…][\"'”’)\]*_]*$")
 # a number in brackets right after a letter or digit is code ("a[0]", "args[1]"), not a citation
 _CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 # what is left of a citation the check did not read ([7 ], [7,8], [^7], a full-width bracket): the
@@ -342,39 +345,45 @@ def speaks_of(kept: Sequence[str], question: str) -> bool:
 
 
 def uncited_headings(text: str) -> list[str]:
-    """The lines of a model's text with the citations that head a line taken out: those before the
-    line's own text, and a line of citations alone where the line before it ends no sentence (or
-    there is none). Those that end a line, or stand alone after a sentence's end, stay its own."""
-    lines: list[str] = []
+    """The model's text in blocks that no sentence and no citation crosses, with the citations
+    that head a line taken out: those before the line's own text (a block starts there), and a
+    line of citations alone where the line before it ends no sentence, or there is none (a block
+    starts after it). Those that end a line, or stand alone after a sentence's end, stay its own.
+    Taken out, they are still checked against the sources sent (``checked_answer``)."""
+    blocks: list[list[str]] = [[]]
     before = ""  # the last line kept with something on it
-    for line in text.splitlines():
+    for line in _LINE.split(text):
         if _MARKERS_ONLY.match(line):
-            if not re.search(rf"{_ENDS}$", before):
+            if not _ENDS_A_SENTENCE.search(before):
+                blocks.append([])
                 continue
         else:
-            line = _LEADING.sub(r"\1", line)
+            uncited = _LEADING.sub(r"\1", line)
+            if uncited != line:
+                blocks.append([])
+            line = uncited
             before = line.rstrip() or before
-        lines.append(line)
-    return lines
+        blocks[-1].append(line)
+    return [" ".join(block) for block in blocks if block]
 
 
 def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The model's sentences as they would be shown (its citations taken out) with the numbers each
     cites, in its first MAX_ANSWER_CHARS characters."""
     found = []
-    text = _CITED_AFTER.sub(r"\2\1", " ".join(" ".join(uncited_headings(text[:MAX_ANSWER_CHARS])).split()))
-    pieces: list[str] = []
-    for piece in _SENTENCE.split(text):
-        if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
-            pieces[-1] += " " + piece
-        else:
-            pieces.append(piece)
-    for sentence in pieces:
-        numbers = tuple(int(number) for number in _CITATION.findall(sentence))
-        plain = " ".join(_CITATION.sub(" ", sentence).split())
-        plain = re.sub(r"\s+([.,;:!?。！？])", r"\1", plain)
-        if plain or numbers:
-            found.append((plain, numbers))
+    for block in uncited_headings(text[:MAX_ANSWER_CHARS]):
+        pieces: list[str] = []
+        for piece in _SENTENCE.split(_CITED_AFTER.sub(r"\2\1", " ".join(block.split()))):
+            if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
+                pieces[-1] += " " + piece
+            else:
+                pieces.append(piece)
+        for sentence in pieces:
+            numbers = tuple(int(number) for number in _CITATION.findall(sentence))
+            plain = " ".join(_CITATION.sub(" ", sentence).split())
+            plain = re.sub(r"\s+([.,;:!?。！？])", r"\1", plain)
+            if plain or numbers:
+                found.append((plain, numbers))
     return found
 
 
@@ -402,9 +411,10 @@ def checked_answer(
     given = [SourceWords(source) for source in sources]
     kept: list[tuple[str, tuple[int, ...]]] = []
     reasons: set[str] = set()
+    # every citation, those that head a line too (which cite nothing, but say the model confused its sources)
+    if any(not 1 <= int(number) <= len(sources) for number in _CITATION.findall(text[:MAX_ANSWER_CHARS])):
+        return [], CITED_UNSENT
     for plain, numbers in sentences_of(text):
-        if any(not 1 <= number <= len(sources) for number in numbers):
-            return [], CITED_UNSENT
         if _CITATION_LIKE.search(plain):
             return [], CITED_UNREADABLE
         why = dropped_because(plain, numbers, given, question, support)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import PurePath
 
 
 def process_alive(pid: int) -> bool:
@@ -31,7 +32,18 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+# the programs whose command line names a Scrapy command: the console scripts, and the packages run
+# with `python -m` (scrapy's __main__.py, scrapyd's runner.py, as its launcher runs a crawl)
+SCRAPY_PROGRAMS = frozenset({"scrapy", "searchcrawl"})
+SCRAPY_PACKAGES = frozenset({"scrapy", "scrapyd", "searchcrawl"})
+
+
 def command_name(argv: Sequence[str]) -> str | None:
-    """The command of a `scrapy` command line, found as Scrapy finds it: its first argument that
-    is not an option."""
+    """The command of a Scrapy command line, found as Scrapy finds it: its first argument that is
+    not an option. None for another program's (``pytest -k crawl`` names no command)."""
+    if not argv:
+        return None
+    program = PurePath(argv[0])
+    if program.stem not in SCRAPY_PROGRAMS and program.parent.name not in SCRAPY_PACKAGES:
+        return None
     return next((arg for arg in argv[1:] if not arg.startswith("-")), None)

@@ -273,3 +273,31 @@ def test_citations_that_head_a_line_cite_nothing() -> None:
     ]
     assert sentences_of("- [1] Leave\nLeave is booked online [1].") == [("- Leave Leave is booked online.", (1,))]
     assert sentences_of("Leave is booked online.\n[1]\n[2]") == [("Leave is booked online.", (1, 2))]
+
+
+def test_what_a_review_found_citations_that_head_a_line_let_through_or_refused() -> None:
+    """Stop 90's review of the rule above, each case as it found it."""
+    leave = "Leave policy\nLeave is booked online in the portal by every employee."
+    # a heading's citation cites nothing, but a number never sent still says the model confused its sources
+    for confused in (
+        "[7] Payroll\nLeave is booked online in the portal [1].",
+        "The answer is:\n[9]\nLeave is booked online [1].",
+    ):
+        assert checked_answer(confused, [leave], "book leave") == ([], "the model cited a source it was not given"), confused
+    assert (
+        checked_answer("[٧] x\nLeave is booked online [1].", [leave], "book leave")[1]
+        == "the model cited a source it was not given"
+    )
+    # a sentence before a heading taken out ends there: an abbreviation does not join it to the next one
+    joined = "Contractors booked ninety weeks leave, plan A.\n[1] Contractors use the online portal ninety weeks, plan B [1]."
+    assert checked_answer(joined, [leave], "book leave")[0] == []
+    riding = "The board gets ninety weeks under plan A.\n[1] Leave is booked online in the portal by every employee [1]."
+    assert checked_answer(riding, [leave], "book leave")[0] == [("Leave is booked online in the portal by every employee.", (1,))]
+    # a sentence that ends in a quote, a bracket, markup or an ellipsis, with its citation on the next line
+    for ending in ('portal."', "portal.)", "portal.**", "portal…", "portal．"):
+        kept, refused = checked_answer(f"Leave is booked online in the {ending}\n[1]", [leave], "book leave")
+        assert refused == "" and [cites for _text, cites in kept] == [(1,)], ending
+    for line in ("[1], [2]", "[1]."):
+        assert checked_answer(f"Leave is booked online in the portal.\n{line}", [leave, leave], "book leave")[0] != [], line
+    # only \n, \r\n and \r break lines: a form feed or a line separator in a sentence is a space
+    assert checked_answer("Leave is booked online\x0c[1] in the portal.", [leave], "book leave")[0] != []
