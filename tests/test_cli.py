@@ -63,6 +63,7 @@ def test_the_command_is_found_as_scrapy_finds_it() -> None:
     assert command_name(["/venv/bin/pytest", "-k", "crawl"]) is None
     assert command_name(["/venv/lib/python3.11/site-packages/pytest/__main__.py", "-k", "crawl"]) is None
     assert command_name([]) is None
+    assert command_name(["/home/me/scrapy/tool.py", "crawl"]) is None  # a script in a folder of that name
 
 
 @pytest.mark.parametrize(("argv", "collecting"), [(["scrapy", "crawl", "x"], False), (["scrapy", "web"], True)])

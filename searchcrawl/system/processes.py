@@ -1,4 +1,4 @@
-"""Is a process alive? Used for dev Solr's pid file and for crawl runs. Standard library only."""
+"""Is a process alive (dev Solr's pid file, crawl runs), and which Scrapy command is it running? Standard library only."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def process_state(pid: int) -> str | None:
 # the programs whose command line names a Scrapy command: the console scripts, and the packages run
 # with `python -m` (scrapy's __main__.py, scrapyd's runner.py, as its launcher runs a crawl)
 SCRAPY_PROGRAMS = frozenset({"scrapy", "searchcrawl"})
-SCRAPY_PACKAGES = frozenset({"scrapy", "scrapyd", "searchcrawl"})
+SCRAPY_PACKAGES = frozenset({"scrapy/__main__.py", "scrapyd/runner.py", "searchcrawl/__main__.py"})
 
 
 def command_name(argv: Sequence[str]) -> str | None:
@@ -44,6 +44,6 @@ def command_name(argv: Sequence[str]) -> str | None:
     if not argv:
         return None
     program = PurePath(argv[0])
-    if program.stem not in SCRAPY_PROGRAMS and program.parent.name not in SCRAPY_PACKAGES:
+    if program.stem not in SCRAPY_PROGRAMS and f"{program.parent.name}/{program.name}" not in SCRAPY_PACKAGES:
         return None
     return next((arg for arg in argv[1:] if not arg.startswith("-")), None)
