@@ -285,11 +285,14 @@ def test_notification_secrets_are_never_exported_nor_restored(tmp_path: Path) ->
     given = {**SETTINGS, "SEARCHCRAWL_SMTP_PASSWORD": "hunter22", "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://hook.example/t0k3n"}
     exported = backup.export_backup(database, folder, given, {}, "test")
     assert "hunter22" not in backup.dumps(exported) and "t0k3n" not in backup.dumps(exported)
-    for settings in (
-        {"SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://attacker.example/hook"},
-        {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org\nSEARCHCRAWL_DB_URL=postgresql://evil/"},
+    for number, settings in enumerate(
+        (
+            {"SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://attacker.example/hook"},
+            {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org\nSEARCHCRAWL_DB_URL=postgresql://evil/"},
+        )
     ):
-        plan, _db, _target = plan_of(tmp_path / str(len(settings)) / str(hash(str(settings)) % 1000), {}, settings=settings)
+        # a folder each: the string hash it was named by (randomised per process) gave both one name in 1,000 runs
+        plan, _db, _target = plan_of(tmp_path / str(number), {}, settings=settings)
         assert any(problem.startswith("settings: only notification settings") for problem in plan.problems), plan.problems
         assert plan.settings == []
 
