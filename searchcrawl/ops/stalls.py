@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchcrawl.ops.health import Health
-from searchcrawl.store.database import Database, application_name, as_utc, this_host
+from searchcrawl.store.database import Database, application_name, as_utc, local_pid, this_host
 from searchcrawl.store.liveness import TO_FETCH_CAP, StallCheck
 from searchcrawl.store.progress import Report, RunProgress, Wait
 from searchcrawl.system.processes import process_alive, process_state
@@ -208,10 +208,8 @@ def silent_process(owner: str, lock_waiters: int) -> str:
 def _owner_gone(owner: str, live: set[str], here: str) -> bool:
     """A lease owner (host:pid) is gone when it has no recent heartbeat, or on this host its pid
     is not alive."""
-    host, _, pid = owner.rpartition(":")
-    if host == here and pid.isdigit():
-        return not process_alive(int(pid))
-    return owner not in live
+    pid = local_pid(owner, here)
+    return owner not in live if pid is None else not process_alive(pid)
 
 
 def _others_alive(reports: Iterable[Report], now: datetime, within: float, here: str) -> bool:

@@ -128,6 +128,13 @@ def process_owner() -> str:
     return f"{this_host()}:{os.getpid()}"
 
 
+def local_pid(owner: str, here: str) -> int | None:
+    """The process id of ``owner`` (``host:pid``, as ``process_owner`` names it) when it runs on
+    ``here`` (``this_host()``), else None: only a process of this host can be looked up."""
+    host, _, pid = owner.rpartition(":")
+    return int(pid) if host == here and pid.isdigit() else None
+
+
 def application_name(owner: str) -> str:
     """The PostgreSQL ``application_name`` of ``owner``'s sessions: stall detection
     (ops/stalls.py) tells a run's own sessions waiting on a lock from others' by it. At most 63

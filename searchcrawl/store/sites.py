@@ -7,7 +7,11 @@ process reserves a start time and an in-flight slot before each request: the row
 locked for the reservation (``UPDATE`` takes a row lock on PostgreSQL, the write lock on SQLite),
 so reservations are strictly spaced by the delay whichever node makes them. Times come from the
 database server's clock on PostgreSQL, so clock skew between machines does not matter. A slot
-held by a node that died expires (``hold`` seconds after its start).
+held by a node that died expires (``hold`` seconds after its start: the download timeout and a
+margin). A process of this host that is gone (killed) is known at once: while a site is full, its
+slots there are freed (at most every ``GONE_RECHECK`` seconds a site is found full), so that a
+crawl resumed after a kill -9, or the processes left of a local fleet, do not wait out its holds
+(a minute by default) with the site's limit taken by nobody.
 
 On PostgreSQL the reservation is one call of the function ``searchcrawl_site_acquire``
 (migration 0008), which holds the row lock for microseconds instead of four round trips; on
@@ -16,15 +20,22 @@ SQLite (one machine) the same steps run from here, in one transaction.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Row, bindparam, delete, func, select, text, update
 
-from searchcrawl.store.database import Database, as_utc, now
+from searchcrawl.store.database import Database, as_utc, local_pid, now, this_host
 from searchcrawl.store.models import site_leases, site_slots
+from searchcrawl.system.processes import process_alive
+
+logger = logging.getLogger(__name__)
 
 FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrency limit
+GONE_RECHECK = 2.0  # seconds between looks, per site found full, for slots of this host's processes gone
 
 
 @dataclass
@@ -43,6 +54,8 @@ class SitePoliteness:
         self.owner = owner
         self.postgres = self.engine.dialect.name == "postgresql"
         self.known: set[str] = set()  # sites whose row exists
+        self.here = this_host()
+        self.looked: dict[str, float] = {}  # site: when its slots' owners were last looked at (free_gone)
         # SQLite: lock the site's row (the database's write lock) and read its next start
         self.lock = (
             update(site_slots)
@@ -76,7 +89,10 @@ class SitePoliteness:
                     {"site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner},
                 ).one()
             lease_id, wait = row
-            return SiteGrant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
+            if lease_id is None:
+                self.free_gone(site)
+                return SiteGrant(None, FULL_RETRY)
+            return SiteGrant(lease_id, max(0.0, wait))
         with self.engine.begin() as connection:
             if site not in self.known:
                 connection.execute(
@@ -85,16 +101,46 @@ class SitePoliteness:
                 self.known.add(site)
             next_at: datetime | None = connection.execute(self.lock, {"key": site}).scalar_one()
             clock = now()  # one machine: its clock (SQLite's has whole seconds only)
+            grant = None  # full
             if connection.execute(self.in_flight, {"key": site, "clock": clock}).scalar_one() >= concurrency:
                 connection.execute(self.expire, {"key": site, "clock": clock})
-                return SiteGrant(None, FULL_RETRY)
-            start = max(as_utc(next_at) or clock, clock)
-            connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
-            key = connection.execute(
-                self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
-            ).inserted_primary_key
-            assert key is not None  # one row inserted (not executemany): its key is known
-        return SiteGrant(key[0], (start - clock).total_seconds())
+            else:
+                start = max(as_utc(next_at) or clock, clock)
+                connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
+                key = connection.execute(
+                    self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
+                ).inserted_primary_key
+                assert key is not None  # one row inserted (not executemany): its key is known
+                grant = SiteGrant(key[0], (start - clock).total_seconds())
+        if grant is None:  # out of the transaction: SQLite's write lock is not held while processes are looked up
+            self.free_gone(site)
+            return SiteGrant(None, FULL_RETRY)
+        return grant
+
+    def free_gone(self, site: str) -> int:
+        """Free the slots of ``site`` held by processes of this host that are gone (killed,
+        crashed), at most every GONE_RECHECK seconds: the site is full, and may be full of them.
+        Another host's processes cannot be looked up from here: their slots expire."""
+        moment = time.monotonic()
+        if moment - self.looked.get(site, float("-inf")) < GONE_RECHECK:
+            return 0
+        self.looked[site] = moment
+        with self.engine.connect() as connection:
+            owners: Sequence[str] = (
+                connection.execute(select(site_leases.c.owner).where(site_leases.c.site == site).distinct()).scalars().all()
+            )
+            gone = [owner for owner in owners if (pid := local_pid(owner, self.here)) is not None and not process_alive(pid)]
+        if not gone:
+            return 0
+        with self.engine.begin() as connection:
+            freed = (
+                connection.execute(delete(site_leases).where(site_leases.c.site == site, site_leases.c.owner.in_(gone))).rowcount
+                or 0
+            )
+        logger.info(
+            "Freed %d in-flight slot(s) of site %s held by %d process(es) of this host that are gone", freed, site, len(gone)
+        )
+        return freed
 
     def release(self, lease_id: int) -> None:
         with self.database.single.connect() as connection:  # one statement: autocommit

@@ -5,6 +5,7 @@ delay and concurrency for the whole fleet."""
 from __future__ import annotations
 
 import collections
+import os
 import re
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
 from searchcrawl.store import Database, DocumentTable
-from searchcrawl.store.database import POOL_SIZE
+from searchcrawl.store.database import POOL_SIZE, process_owner, this_host
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.outcome_batcher import BACKLOG
@@ -270,6 +271,25 @@ def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
     assert nodes[1].release_all() >= 1
     expired = nodes[0].acquire("expiring.test", 0.0, 1, -1)  # a dead node's slot, already past its hold
     assert expired.lease_id is not None and nodes[1].acquire("expiring.test", 0.0, 1, 30).lease_id is not None
+
+
+def test_a_site_full_of_slots_of_processes_gone_is_freed_at_once(politeness_db: str) -> None:
+    """A crawl killed with kill -9 held its sites' slots until they expired (the download timeout
+    and 30 s): the crawl resumed after it fetched nothing for a minute. Slots of this host's
+    processes that are gone are freed when a site is found full; others' are kept."""
+    here = this_host()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    table = DocumentTable(Database(politeness_db))
+    killed = SitePoliteness(table.database, f"{here}:{gone.pid}")
+    alive = SitePoliteness(table.database, f"{here}:{os.getppid()}")  # the test runner's parent: alive
+    elsewhere = SitePoliteness(table.database, "another-host:1")  # not knowable here: kept until it expires
+    held = [node.acquire("full.test", 0.0, 4, 60) for node in (killed, killed, alive, elsewhere)]
+    assert all(grant.lease_id is not None for grant in held)
+    me = SitePoliteness(table.database, process_owner())
+    assert me.acquire("full.test", 0.0, 4, 60).lease_id is None  # full: the gone process's two slots freed
+    assert [me.acquire("full.test", 0.0, 4, 60).lease_id is not None for _ in range(3)] == [True, True, False]
+    assert elsewhere.release_all() == 1 and alive.release_all() == 1 and killed.release_all() == 0
 
 
 def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
