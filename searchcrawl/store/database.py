@@ -132,7 +132,9 @@ def local_pid(owner: str, here: str) -> int | None:
     """The process id of ``owner`` (``host:pid``, as ``process_owner`` names it) when it runs on
     ``here`` (``this_host()``), else None: only a process of this host can be looked up."""
     host, _, pid = owner.rpartition(":")
-    return int(pid) if host == here and pid.isdigit() else None
+    if host != here or not (pid.isascii() and pid.isdigit()) or not 0 < int(pid) < 2**22:  # Linux's PID_MAX_LIMIT
+        return None
+    return int(pid)
 
 
 def application_name(owner: str) -> str:

@@ -9,7 +9,7 @@ so reservations are strictly spaced by the delay whichever node makes them. Time
 database server's clock on PostgreSQL, so clock skew between machines does not matter. A slot
 held by a node that died expires (``hold`` seconds after its start: the download timeout and a
 margin). A process of this host that is gone (killed) is known at once: while a site is full, its
-slots there are freed (at most every ``GONE_RECHECK`` seconds a site is found full), so that a
+slots there are freed (within ``GONE_RECHECK`` seconds of the site being found full), so that a
 crawl resumed after a kill -9, or the processes left of a local fleet, do not wait out its holds
 (a minute by default) with the site's limit taken by nobody.
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Row, bindparam, delete, func, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from searchcrawl.store.database import Database, as_utc, local_pid, now, this_host
 from searchcrawl.store.models import site_leases, site_slots
@@ -119,27 +120,36 @@ class SitePoliteness:
 
     def free_gone(self, site: str) -> int:
         """Free the slots of ``site`` held by processes of this host that are gone (killed,
-        crashed), at most every GONE_RECHECK seconds: the site is full, and may be full of them.
-        Another host's processes cannot be looked up from here: their slots expire."""
+        crashed), about every GONE_RECHECK seconds (two worker threads may both look): the site
+        is full, and may be full of them. Another host's processes cannot be looked up from here:
+        their slots expire. Only the slots read are freed, by id: a process that took a gone
+        one's name (host:pid, a pid reused) in between keeps its own. A database error here is
+        logged and the request asks again, as for a full site."""
         moment = time.monotonic()
         if moment - self.looked.get(site, float("-inf")) < GONE_RECHECK:
             return 0
         self.looked[site] = moment
-        with self.engine.connect() as connection:
-            owners: Sequence[str] = (
-                connection.execute(select(site_leases.c.owner).where(site_leases.c.site == site).distinct()).scalars().all()
-            )
-            gone = [owner for owner in owners if (pid := local_pid(owner, self.here)) is not None and not process_alive(pid)]
-        if not gone:
+        try:
+            with self.database.single.connect() as connection:  # autocommit: a read, then one delete
+                slots: Sequence[Row[int, str]] = connection.execute(
+                    select(site_leases.c.id, site_leases.c.owner).where(site_leases.c.site == site)
+                ).all()
+                owners = {owner for _id, owner in slots}
+                gone = {owner for owner in owners if (pid := local_pid(owner, self.here)) is not None and not process_alive(pid)}
+                if not gone:
+                    return 0
+                ids = [lease_id for lease_id, owner in slots if owner in gone]
+                freed = connection.execute(delete(site_leases).where(site_leases.c.id.in_(ids))).rowcount or 0
+        except SQLAlchemyError:
+            logger.warning("Looking for slots of site %s held by processes gone failed", site, exc_info=True)
             return 0
-        with self.engine.begin() as connection:
-            freed = (
-                connection.execute(delete(site_leases).where(site_leases.c.site == site, site_leases.c.owner.in_(gone))).rowcount
-                or 0
+        if freed:
+            logger.info(
+                "Freed %d in-flight slot(s) of site %s held by processes of this host that are gone: %s",
+                freed,
+                site,
+                ", ".join(sorted(gone)),
             )
-        logger.info(
-            "Freed %d in-flight slot(s) of site %s held by %d process(es) of this host that are gone", freed, site, len(gone)
-        )
         return freed
 
     def release(self, lease_id: int) -> None:

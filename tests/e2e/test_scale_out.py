@@ -8,6 +8,7 @@ import collections
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
 from searchcrawl.store import Database, DocumentTable
-from searchcrawl.store.database import POOL_SIZE, process_owner, this_host
+from searchcrawl.store.database import POOL_SIZE, local_pid, this_host
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.outcome_batcher import BACKLOG
@@ -282,14 +283,18 @@ def test_a_site_full_of_slots_of_processes_gone_is_freed_at_once(politeness_db: 
     gone.wait()
     table = DocumentTable(Database(politeness_db))
     killed = SitePoliteness(table.database, f"{here}:{gone.pid}")
-    alive = SitePoliteness(table.database, f"{here}:{os.getppid()}")  # the test runner's parent: alive
-    elsewhere = SitePoliteness(table.database, "another-host:1")  # not knowable here: kept until it expires
-    held = [node.acquire("full.test", 0.0, 4, 60) for node in (killed, killed, alive, elsewhere)]
+    alive = SitePoliteness(table.database, f"{here}:{os.getpid()}")
+    elsewhere = SitePoliteness(table.database, "another-host.invalid:1")  # not knowable here: kept until it expires
+    # the same pid in another pid namespace (a container sharing the host name) is another host
+    container = SitePoliteness(table.database, f"{socket.gethostname()}~1:{gone.pid}")
+    held = [node.acquire("full.test", 0.0, 5, 60) for node in (killed, killed, alive, elsewhere, container)]
     assert all(grant.lease_id is not None for grant in held)
-    me = SitePoliteness(table.database, process_owner())
-    assert me.acquire("full.test", 0.0, 4, 60).lease_id is None  # full: the gone process's two slots freed
-    assert [me.acquire("full.test", 0.0, 4, 60).lease_id is not None for _ in range(3)] == [True, True, False]
-    assert elsewhere.release_all() == 1 and alive.release_all() == 1 and killed.release_all() == 0
+    assert alive.acquire("full.test", 0.0, 5, 60).lease_id is None  # full: the gone process's two slots freed
+    assert [alive.acquire("full.test", 0.0, 5, 60).lease_id is not None for _ in range(3)] == [True, True, False]
+    assert killed.release_all() == 0
+    assert (elsewhere.release_all(), container.release_all(), alive.release_all()) == (1, 1, 3)
+    assert local_pid(f"{here}:٣", here) is None and local_pid(f"{here}:0", here) is None  # not pids
+    assert local_pid(f"{here}:{2**64}", here) is None and local_pid(f"{here}:12", here) == 12
 
 
 def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
