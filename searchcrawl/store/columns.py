@@ -1,13 +1,13 @@
 """The pieces the statements over the documents share (records.py, duplicates.py, plans.py,
-redirects.py, documents.py): the states of the index as stored, and a document joined with its
-frontier entry and its redirect."""
+redirects.py, documents.py): the states of the index as stored, a document joined with its
+frontier entry and its redirect, and a look-up of rows by a list of keys."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import literal
+from sqlalchemy import ARRAY, Select, bindparam, func, literal, select, true
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.models import documents, frontier, redirects
@@ -25,3 +25,20 @@ def one_of(column: Any, values: Sequence[Any]) -> Any:
     ``in_`` of a list makes an "expanding" parameter, whose SQL SQLAlchemy rewrites on every
     execution; a parameter per value keeps the SQL as compiled."""
     return column.in_([literal(value, column.type) for value in values])
+
+
+def each_key(dialect: str, query: Select, key: Any, name: str, limit: int | None = None) -> Select:
+    """``query`` for each of a list of keys (bound as ``name``, matched by column ``key``), read
+    by that key whatever PostgreSQL believes of the table. As ``key IN (...)``, PostgreSQL read
+    the source's rows through an index on ``source`` alone while the table had no statistics
+    (a table grown by a first crawl before autovacuum's ANALYZE: issue 58, 100,000 rows a batch
+    of 500 URLs at 100,000). There, each key is looked up on its own: a LATERAL subquery per
+    key, kept apart by its LIMIT (``limit`` rows a key) or an OFFSET 0 (every row), which the
+    planner does not flatten into a join. Other databases get the ``IN``."""
+    if dialect != "postgresql":
+        return query.where(key.in_(bindparam(name, expanding=True)))
+    wanted = func.unnest(bindparam(name, type_=ARRAY(key.type))).table_valued("key").render_derived(name="wanted")
+    found = query.where(key == wanted.c.key)
+    fenced = found.limit(limit) if limit is not None else found.offset(0)
+    lateral = fenced.lateral("found")
+    return select(*lateral.c).select_from(wanted).join(lateral, true())

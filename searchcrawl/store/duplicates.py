@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import COPY_STATUSES, State
-from searchcrawl.store.columns import IN_INDEX, WITH_ENTRY, one_of
+from searchcrawl.store.columns import IN_INDEX, WITH_ENTRY, each_key, one_of
 from searchcrawl.store.database import Database
 from searchcrawl.store.frontier import queue_documents
 from searchcrawl.store.models import FrontierState, documents, frontier
@@ -59,46 +59,55 @@ def copies(database: Database, connection: Connection, source: str, checksum: st
     ]
 
 
-def same_content_as_pending() -> Any:
-    """The source's documents in the index, not duplicates themselves, of each content that
-    two or more of them have and that a document waiting in one cache (or in none: rows
-    from before scale-out) has; by content, in discovery order. Each look-up by key: the
-    waiting rows by state, their copies by checksum (``checksum IS NOT NULL`` would make
-    SQLite read the source by its checksum index instead)."""
-    waiting = select(documents.c.checksum).where(
+# The waiting contents looked up in one statement for their copies.
+PENDING_CHUNK = 500
+
+
+def waiting_contents() -> Any:
+    """The contents (checksums) of the source's documents waiting in one cache (or in none:
+    rows from before scale-out): looked up by state (``DISTINCT`` would make SQLite read the
+    source by its checksum index instead, for the order)."""
+    return select(documents.c.checksum).where(
         documents.c.source == bindparam("source"),
         documents.c.state == State.PENDING.value,
         or_(documents.c.cached_by == bindparam("cached_by"), documents.c.cached_by.is_(None)),
     )
-    in_index = and_(
+
+
+def in_index_with_contents(dialect: str) -> Any:
+    """The source's documents in the index, not duplicates themselves, of the given contents
+    (``checksums``), by content, in discovery order: each content looked up by its checksum
+    (columns.py ``each_key``)."""
+    query = select(documents.c.id, documents.c.url, documents.c.canonical_url, documents.c.checksum).where(
         documents.c.source == bindparam("source"),
         one_of(documents.c.state, IN_INDEX),
         documents.c.duplicate_of.is_(None),
     )
-    shared = (
-        select(documents.c.checksum)
-        .where(in_index, documents.c.checksum.in_(waiting))
-        .group_by(documents.c.checksum)
-        .having(func.count() > 1)
-    )
-    return (
-        select(documents.c.id, documents.c.url, documents.c.canonical_url, documents.c.checksum)
-        .where(in_index, documents.c.checksum.in_(shared))
-        .order_by(documents.c.checksum, documents.c.id)
-    )
+    statement = each_key(dialect, query, documents.c.checksum, "checksums")
+    return statement.order_by(statement.selected_columns.checksum, statement.selected_columns.id)
 
 
 def pending_groups(database: Database, source: str, cached_by: str) -> list[list[dict[str, Any]]]:
-    """The groups of ``same_content_as_pending``: one statement a push, returning only the
-    contents with copies (issue 58: one a cached page was 3 % of a shared crawl's CPU)."""
+    """The source's documents in the index, not duplicates themselves, of each content that
+    two or more of them have and that a document waiting in ``cached_by`` (or in no cache) has;
+    each as id, url, canonical_url, checksum; by content, in discovery order. Run on every push
+    (issue 58: a statement per cached page was 3 % of a shared crawl's CPU), as statements
+    that read by key and join nothing but a look-up per key: PostgreSQL plans a table it has
+    not analysed yet (a first crawl's first minute) as holding a row or so, and the one
+    statement with two nested subqueries this was ran as nested loops over the whole source,
+    for more than ten minutes at a thousand rows, while that crawl waited on it."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     with database.single.connect() as connection:
         rows = connection.execute(
-            database.statement("same_content_as_pending", same_content_as_pending), {"source": source, "cached_by": cached_by}
-        ).mappings()
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for found in rows:
-            groups.setdefault(found["checksum"], []).append(dict(found))
-    return list(groups.values())
+            database.statement("waiting_contents", waiting_contents), {"source": source, "cached_by": cached_by}
+        )
+        waiting = sorted({row.checksum for row in rows if row.checksum is not None})
+        statement = database.statement("in_index_with_contents", lambda: in_index_with_contents(database.engine.dialect.name))
+        for start in range(0, len(waiting), PENDING_CHUNK):
+            chunk = waiting[start : start + PENDING_CHUNK]
+            for found in connection.execute(statement, {"source": source, "checksums": chunk}).mappings():
+                groups.setdefault(found["checksum"], []).append(dict(found))
+    return [group for group in groups.values() if len(group) > 1]
 
 
 def release_duplicates(database: Database, connection: Connection, source: str, url: str, run_id: int | None) -> None:

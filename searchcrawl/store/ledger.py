@@ -365,7 +365,7 @@ class Ledger:
         """Before a push of what ``cached_by`` (a cache) holds, and at the run's end: where two
         URLs put the same content in the index at the same moment (two nodes of a shared crawl,
         each checking for a duplicate before the other had written), keep one, ``holder_of``'s
-        choice over the whole group, which every node makes alike. One read a push
+        choice over the whole group, which every node makes alike. A read or two a push
         (duplicates.py ``pending_groups``); run on every push, as the later of two racing rows
         may be left to a crawl of one process (its node killed before it pushed). Returns the
         URLs marked duplicates."""

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Connection, String, bindparam, case, exists, func, or_, select, true, tuple_, update
+from sqlalchemy import Connection, bindparam, case, exists, or_, select, tuple_, update
 
 from searchcrawl.rules.lifecycle import Delta, State
-from searchcrawl.store.columns import LEFT_INDEX, WHOLE, one_of
+from searchcrawl.store.columns import LEFT_INDEX, WHOLE, each_key, one_of
 from searchcrawl.store.database import ROW_KEY, Database, keyed, url_hash
 from searchcrawl.store.frontier import finish_queued
 from searchcrawl.store.models import documents, frontier, redirects
@@ -260,11 +260,8 @@ def spare_candidates(database: Database) -> Any:
     """The statement that reads the rows of a batch of URLs (``source``, ``hashes``) a maintenance
     run may spare a request: each with its frontier entry and redirect, as ``row_state`` reads it.
 
-    On PostgreSQL each URL is looked up on its own (a LATERAL subquery per hash, kept apart
-    by its LIMIT): as one ``url_hash IN (...)``, the planner read the source's rows through
-    an index on ``source`` alone, for every batch, while the table's statistics were stale
-    (a table grown by the crawl before autovacuum's ANALYZE: issue 58, 100,000 rows a batch
-    of 500 at 100,000 URLs)."""
+    Each URL looked up by its key (columns.py ``each_key``: a LATERAL subquery per hash on
+    PostgreSQL)."""
 
     def build() -> Any:
         columns = (
@@ -277,24 +274,8 @@ def spare_candidates(database: Database) -> Any:
             frontier.c.state.label("frontier"),
             *row_state(database).selected_columns[2:],  # the ledger's view, as ``read_row`` reads it
         )
-        if database.engine.dialect.name != "postgresql":
-            return (
-                select(*columns)
-                .select_from(WHOLE)
-                .where(
-                    documents.c.source == bindparam("source"),
-                    documents.c.url_hash.in_(bindparam("hashes", expanding=True)),
-                )
-            )
-        wanted = func.unnest(bindparam("hashes", type_=ARRAY(String))).table_valued("hash").render_derived(name="wanted")
-        found = (
-            select(*columns)
-            .select_from(WHOLE)
-            .where(documents.c.source == bindparam("source"), documents.c.url_hash == wanted.c.hash)
-            .limit(1)
-            .lateral("found")
-        )
-        return select(*found.c).select_from(wanted).join(found, true())
+        query = select(*columns).select_from(WHOLE).where(documents.c.source == bindparam("source"))
+        return each_key(database.engine.dialect.name, query, documents.c.url_hash, "hashes", limit=1)
 
     return database.statement("spare_candidates", build)
 

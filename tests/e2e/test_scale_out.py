@@ -128,10 +128,14 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     nodes = re.search(r"nodes working on it: (.*)", status.stdout)
     assert nodes and len(nodes.group(1).split(", ")) == NODES, status.stdout
     solr_cloud.stop_node(1)  # one Solr node goes down mid-crawl; its replicas' twins carry on
-    logs = finish(processes)
+    try:
+        logs = finish(processes)
+    finally:  # the session's SolrCloud serves other tests: whole again, and no crawl left running
+        for process in processes:
+            process.kill()
+        solr_cloud.start_node(1)
     for log, process in zip(logs, processes, strict=False):
         assert process.returncode == 0, log[-3000:]
-    solr_cloud.start_node(1)
 
     expected = {site.url + path for path in [*pages, *duplicates.values()]}
     counts = fetched(site)
