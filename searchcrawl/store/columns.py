@@ -28,13 +28,16 @@ def one_of(column: Any, values: Sequence[Any]) -> Any:
 
 
 def each_key(dialect: str, query: Select, key: Any, name: str, limit: int | None = None) -> Select:
-    """``query`` for each of a list of keys (bound as ``name``, matched by column ``key``), read
-    by that key whatever PostgreSQL believes of the table. As ``key IN (...)``, PostgreSQL read
-    the source's rows through an index on ``source`` alone while the table had no statistics
-    (a table grown by a first crawl before autovacuum's ANALYZE: issue 58, 100,000 rows a batch
-    of 500 URLs at 100,000). There, each key is looked up on its own: a LATERAL subquery per
-    key, kept apart by its LIMIT (``limit`` rows a key) or an OFFSET 0 (every row), which the
-    planner does not flatten into a join. Other databases get the ``IN``."""
+    """``query`` for each of a list of keys (bound as ``name``, matched by column ``key``). As one
+    ``key IN (...)``, PostgreSQL read the source's rows through an index on ``source`` alone
+    while the table had no statistics (a table grown by a first crawl before autovacuum's
+    ANALYZE: issue 58, 100,000 rows a batch of 500 URLs at 100,000), and joined to a subquery
+    it ran nested loops over the source (25 million rows read at 320). There, each key is
+    looked up on its own: a LATERAL subquery per key, kept apart by its LIMIT (``limit`` rows a
+    key) or an OFFSET 0 (every row), which the planner does not flatten into a join, prepared
+    or not. While the table is small and has no statistics, PostgreSQL may still read it whole
+    for a key (its smallest index): linear in the source, and only until the first ANALYZE.
+    Other databases get the ``IN``."""
     if dialect != "postgresql":
         return query.where(key.in_(bindparam(name, expanding=True)))
     wanted = func.unnest(bindparam(name, type_=ARRAY(key.type))).table_valued("key").render_derived(name="wanted")

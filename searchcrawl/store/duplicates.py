@@ -91,9 +91,9 @@ def pending_groups(database: Database, source: str, cached_by: str) -> list[list
     """The source's documents in the index, not duplicates themselves, of each content that
     two or more of them have and that a document waiting in ``cached_by`` (or in no cache) has;
     each as id, url, canonical_url, checksum; by content, in discovery order. Run on every push
-    (issue 58: a statement per cached page was 3 % of a shared crawl's CPU), as statements
-    that read by key and join nothing but a look-up per key: PostgreSQL plans a table it has
-    not analysed yet (a first crawl's first minute) as holding a row or so, and the one
+    (issue 58: a statement per cached page was 3 % of a shared crawl's CPU): the waiting rows by
+    state, then each content's copies by key (columns.py ``each_key``). PostgreSQL plans a table
+    it has not analysed yet (a first crawl's first minute) as holding a row or so, and the one
     statement with two nested subqueries this was ran as nested loops over the whole source,
     for more than ten minutes at a thousand rows, while that crawl waited on it."""
     groups: dict[str, list[dict[str, Any]]] = {}
