@@ -40,7 +40,7 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
-from searchcrawl.search.hybrid import SemanticModel, nearest_documents
+from searchcrawl.search.hybrid import SemanticModel, made_from_current, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system.translations import N_, translated
 from searchcrawl.system.translations import gettext as _
@@ -80,6 +80,8 @@ _CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 _CITATION_LIKE = re.compile(r"(?<![A-Za-z0-9_])[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
 MAX_ANSWER_CHARS = 4000  # of the model's text read
 NO_ANSWER = N_("No answer in what you may read.")
+# a passage made from an older text of its document (select_sources): never sent, whatever its score
+OLDER_TEXT = "made from an older text of it"
 # why a model's answer is refused (``checked_answer``): English in ``Answer.refused`` (the JSON API's,
 # explain-answer's), the page's language on the search page (``Answer.refusal``)
 CITED_UNSENT = N_("the model cited a source it was not given")
@@ -148,7 +150,7 @@ class Considered:
     url: str
     title: str
     score: float
-    verdict: str  # "sent as [n]", "below the threshold", "over the budget"
+    verdict: str  # "sent as [n]", "below the threshold", "over the budget", OLDER_TEXT
 
 
 @dataclass
@@ -236,7 +238,9 @@ def select_sources(
 ) -> tuple[list[AnswerSource], list[Considered]]:
     """The passages sent (numbered from 1) and every one found with its verdict. ``nearest``:
     (document id, its best passage with ``score``), best first; ``documents``: their display
-    fields (the confirmed, readable ones)."""
+    fields and checksum (the confirmed, readable ones). A passage not made from its document's
+    current text (hybrid.py ``made_from_current``) is never sent: it may say what the page no
+    longer does."""
     sources: list[AnswerSource] = []
     considered: list[Considered] = []
     spent = 0
@@ -248,6 +252,9 @@ def select_sources(
         url = str(doc.get("display_url") or doc.get("url") or "")
         title = str(doc.get("title") or "") or url
         text = " ".join(str(passage.get("passage_text") or "").split())[: config.passage_chars]
+        if not made_from_current(passage, doc):
+            considered.append(Considered(parent, url, title, score, OLDER_TEXT))
+            continue
         if score < config.threshold:
             considered.append(Considered(parent, url, title, score, "below the threshold"))
             continue
@@ -493,7 +500,7 @@ def answer(
             {
                 **(params or {}),
                 "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(ids)],
-                "fl": "id,url,display_url,title",
+                "fl": "id,url,display_url,title,checksum",
                 "rows": len(ids),
                 "hl": "false",
                 "facet": "false",

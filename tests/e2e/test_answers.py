@@ -28,11 +28,12 @@ import requests
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.search.answers import NO_ANSWER, AnswerConfig, AnswerFailed, answer
-from searchcrawl.search.hybrid import SemanticModel
+from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, AnswerFailed, answer
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
+from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import free_port
 from tests.e2e.test_api import admin_session, api, make_token
 from tests.e2e.test_semantic_search import document
@@ -178,6 +179,37 @@ def test_a_citation_never_sent_refuses_junk_and_slowness_fail(corpus, stand_in, 
     for failing in ("junk", "slow"):
         with pytest.raises(AnswerFailed):
             ask(failing)
+
+
+def test_a_sentence_removed_from_a_page_reaches_neither_the_model_nor_a_snippet(corpus, stand_in, wordllama) -> None:
+    """Issue 91: a crawl whose passes are off (a shared crawl's nodes) pushes a page that dropped a
+    sentence, and leaves its passages as they were until the next pass; none of them, made from
+    the older text, is sent to the model or shown as a snippet. Asked before and after."""
+    source, index = corpus
+    url, prompts = stand_in
+    model, visitor = SemanticModel(wordllama), TrimmedIndex(index, Principals.anonymous())
+    filters, question = ["{!term f=source}" + source], "What is the guest wifi password?"
+    page = "http://h.test/wifi"
+    index.add([document(source, page, "Guest wifi", "The guest wifi password is PLOVER7731. Ask reception.", Access.public("t"))])
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).documents == 1
+    before = answer(visitor, model, question, config(url), filters)
+    assert [text for text, _ in before.sentences] == ["The guest wifi password is PLOVER7731."]
+    # the crawl pushes the page without it; no pass runs
+    index.add([document(source, page, "Guest wifi", "Ask reception for the guest wifi voucher.", Access.public("t"))])
+    index.commit()
+    prompts.clear()
+    after = answer(visitor, model, question, config(url), filters)
+    assert (page, OLDER_TEXT) in {(item.url, item.verdict) for item in after.considered}
+    assert all(sent.title != "Guest wifi" for sent in after.sources) and all("PLOVER7731" not in prompt for prompt in prompts)
+    assert "PLOVER7731" not in json.dumps([after.sentences, after.raw, [s.__dict__ for s in after.sources]])
+    found = run_search(visitor, SearchRequest(q=question, filters=(("source", source),)), semantic=SemanticSearch(model))
+    assert page in {hit.url for hit in found.hits} and "PLOVER7731" not in str([hit.snippet for hit in found.hits])
+    # the next pass: the page's current text is what is sent
+    assert PassageIndex(index, wordllama).sync(source).documents == 1
+    prompts.clear()
+    current = answer(visitor, model, question, config(url), filters)
+    assert any(sent.title == "Guest wifi" for sent in current.sources) and "PLOVER7731" not in "".join(prompts)
 
 
 def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(project, corpus, stand_in) -> None:
