@@ -108,7 +108,13 @@ _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 25, 4.2, 15:30, 2026-03-15, 1,000
 
 
 class AnswerFailed(Exception):
-    """The model did not answer (unreachable, timed out, an error, junk): the hits alone."""
+    """The model did not answer (unreachable, timed out, an error, junk): the hits alone.
+    ``gathered``: the answer up to the model's failure (``answer`` sets it: the passages found, the
+    sources and the prompt's size), which explain-answer shows."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.gathered: Answer | None = None
 
 
 @dataclass(frozen=True)
@@ -487,7 +493,8 @@ def answer(
     window: int = 20,
 ) -> Answer:
     """The answer to ``question`` from what the searcher of ``index`` may read (see the module's
-    docstring). Raises ``AnswerFailed`` when the model fails; IndexingError when Solr does."""
+    docstring). Raises ``AnswerFailed`` when the model fails (with what was gathered up to then);
+    IndexingError when Solr does."""
     started = time.monotonic()
     question = " ".join(question.split())[:MAX_QUESTION_CHARS]
     result = Answer(question, model=config.model)
@@ -514,7 +521,12 @@ def answer(
         return result
     chat = messages(question, result.sources)
     result.prompt_chars = sum(len(message["content"]) for message in chat)
-    result.raw = ask_model(config, chat)
+    try:
+        result.raw = ask_model(config, chat)
+    except AnswerFailed as exc:
+        result.seconds = time.monotonic() - started
+        exc.gathered = result
+        raise
     given = [source.given for source in result.sources]
     result.sentences, refused = checked_answer(result.raw, given, question, config.support)
     result.reason = refused
