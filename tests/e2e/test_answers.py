@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import requests
@@ -294,8 +295,14 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        page = requests.get(base + "/", params={"q": "When is parking free?", "source": source}, timeout=30).text
+        asked = {"q": "When is parking free?", "source": source, "sort": "date", "tracker": "x1", "answer": "0"}
+        page = requests.get(base + "/", params=asked, timeout=30).text
         assert "Answer this from what I may read" in page
+        # the link is the search's own parameters and answer=1, none other of the request (issue 91)
+        link = re.search(r'<p class="answer-ask"><a href="([^"]+)"', page)
+        assert link is not None and html.unescape(link[1]) == "/?" + urlencode(
+            {"q": "When is parking free?", "source": source, "sort": "date", "answer": "1"}
+        )
         answered = requests.get(
             base + "/", params={"q": "When is parking free?", "source": source, "answer": "1"}, timeout=30
         ).text
