@@ -234,8 +234,8 @@ UNTRIMMED: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "held_documents"): (
         "operators: explain-access shows every source's copy of a URL with its access, untrimmed by design"
     ),
-    ("searchcrawl.search.answer_explanation", "explain_answer"): (
-        "operators: explain-answer shows the access of the documents an answer considered, untrimmed by design"
+    ("searchcrawl.search.answer_explanation", "documents_access"): (
+        "operators: explain-answer shows the access of the documents an answer considered or withheld, untrimmed by design"
     ),
     ("searchcrawl.search.answer_explanation", "withheld"): (
         "operators: explain-answer lists the nearest passages the user may not read, with why (an administrator's view)"
@@ -290,6 +290,7 @@ RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
     ("searchcrawl.search.answer_explanation", "explain_answer"): "operators: explain-answer's untrimmed view",
     ("searchcrawl.search.answer_explanation", "withheld"): "operators: explain-answer's untrimmed view",
+    ("searchcrawl.search.answer_explanation", "documents_access"): "operators: explain-answer's untrimmed view",
 }
 HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
 

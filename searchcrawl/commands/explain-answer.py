@@ -8,7 +8,7 @@ why (below the similarity threshold, over the budget); the passages nearest the 
 may not read, each with the decision that refused it (the administrator's view: untrimmed, never
 shown to a searcher); the prompt's size, the model, the time it took, the model's text as it came,
 and the sentences kept. Exit 2 when answers or semantic search are off, 1 when Solr or the model
-failed."""
+failed (a model's failure after all the rest is printed)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from searchcrawl.commands.search import principals_of
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.answer_explanation import explain_answer
-from searchcrawl.search.answers import ANSWERS_API_KEY, AnswerFailed, answer_config
+from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.system import paths, secrets
 
@@ -58,14 +58,12 @@ class Command(ScrapyCommand):
             return
         principals = principals_of(self.settings, None if user == "public" else user)
         try:
-            lines = explain_answer(solr, semantic.active(), principals, question, config)
+            explained = explain_answer(solr, semantic.active(), principals, question, config)
         except IndexingError as exc:
             print(f"searchcrawl: Solr did not answer: {exc.reason}")
             self.exitcode = 1
             return
-        except AnswerFailed as exc:
-            print(f"searchcrawl: the model did not answer: {exc}")
-            self.exitcode = 1
-            return
-        for line in lines:
+        for line in explained.lines:
             print(printable(line))  # titles, passages and the model's text come from elsewhere
+        if explained.failed:  # the passages and the prompt's size shown, the failure said last
+            self.exitcode = 1

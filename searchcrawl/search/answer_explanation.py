@@ -1,52 +1,63 @@
 """Why an answer says what it says (issue 77): `scrapy explain-answer` and the administration's page.
 
 An administrator's view, as explain-access is (access/explanation.py): the answer a searcher would
-get (answers.py ``answer``, trimmed to them), then, untrimmed, the access of every document it
-considered with the decision that admitted it, and the passages nearest the question that the
-searcher may not read, each with the decision that refused it (never sent to a model, never shown
-to the searcher). Returned as lines of text: the command prints them, the page shows them.
+get (answers.py ``answer``, trimmed to them), then, untrimmed, the access of
+every document it considered with the decision that admitted it, and the passages nearest the
+question whose documents the searcher may not read, each with the decision that refused it (never
+sent to a model, never shown to the searcher). Every decision is made on the document's own access,
+as the answer's is (hybrid.py ``confirmed``), never on a passage's copy of it, which is stale
+between an access change and the passages' next pass. A model that fails leaves the passages found
+and the prompt's size shown, and says why there is no answer. Returned as lines of text: the
+command prints them, the page shows them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.explanation import access_of_fields
+from searchcrawl.access.tokens import Access
 from searchcrawl.index.indexer import PASSAGES, SolrIndex
-from searchcrawl.search.answers import AnswerConfig, SourceWords, answer, dropped_because, sentences_of
+from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, SourceWords, answer, dropped_because, sentences_of
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
 
 WITHHELD_SHOWN = 10  # nearest passages the searcher may not read, listed
+NOT_INDEXED = "its document is not in the index"
+
+
+@dataclass(frozen=True)
+class AnswerExplanation:
+    lines: list[str]
+    failed: str = ""  # why the model did not answer ("" when it did, or was not asked)
 
 
 def explain_answer(
     solr: SolrIndex, model: SemanticModel, principals: Principals, question: str, config: AnswerConfig
-) -> list[str]:
-    """The explanation's lines (see the module's docstring). Raises IndexingError when Solr
-    fails, AnswerFailed when the model does."""
+) -> AnswerExplanation:
+    """The explanation (see the module's docstring). Raises IndexingError when Solr fails; a model
+    that fails is in ``AnswerExplanation.failed`` and its last line."""
     who = principals.user or "public"
     lines = [f"Question: {question}"]
     lines.append(
         f"Searcher: {who}: {', '.join(sorted(principals.tokens))}{' (' + principals.error + ')' if principals.error else ''}"
     )
-    result = answer(TrimmedIndex(solr, principals), model, question, config)
-    access: dict[str, dict[str, object]] = {}
-    if result.considered:
-        found = solr.search(
-            "*:*",
-            fq='{!terms f=id separator=" "}' + " ".join(item.document for item in result.considered),
-            fl="id," + ",".join(ACCESS_FIELDS),
-            rows=len(result.considered),
-        )
-        access = {str(doc["id"]): doc for doc in found.docs}
+    failed = ""
+    try:
+        result = answer(TrimmedIndex(solr, principals), model, question, config)
+    except AnswerFailed as exc:
+        result, failed = exc.gathered or Answer(question, model=config.model), str(exc)
+    access = documents_access(solr, [item.document for item in result.considered])
     lines.append("")
     lines.append(
         f"Passages found among what {who} may read (threshold {config.threshold},"
         f" {config.passages} at most, {config.budget_chars} characters):"
     )
     for item in result.considered:
-        held = access_of_fields(access.get(item.document, {}))
+        held = access.get(item.document)
         grant = decide(held, principals).reason if held is not None else "no access fields"
         lines.append(f"  {item.score:.3f}  {item.verdict}: {item.title} <{item.url}>")
         lines.append(f"         {grant}")
@@ -79,30 +90,56 @@ def explain_answer(
     if result.sentences:
         lines.append("Kept, with their citations:")
         lines.extend(f"  {text} {' '.join(f'[{n}]' for n in cites)}" for text, cites in result.sentences)
+    elif failed:
+        lines.append(f"No answer: the model did not answer ({failed}); {who} gets the hits alone.")
     else:
-        lines.append(f"No answer: {result.refused}")
-    return lines
+        lines.append(result.refused)  # NO_ANSWER, or "No answer: " and the check's reason
+    return AnswerExplanation(lines, failed)
+
+
+def documents_access(solr: SolrIndex, ids: Iterable[str]) -> dict[str, Access | None]:
+    """The access each of the documents ``ids`` holds now (None: indexed without access fields),
+    untrimmed, for the administrator only; a document not in the index is left out."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return {}
+    found = solr.search(
+        "*:*",
+        fq='{!terms f=id separator=" "}' + " ".join(wanted),
+        fl="id," + ",".join(ACCESS_FIELDS),
+        rows=len(wanted),
+    )
+    return {str(doc["id"]): access_of_fields(doc) for doc in found.docs}
 
 
 def withheld(
     solr: SolrIndex, model: SemanticModel, question: str, principals: Principals, found: set[str]
 ) -> list[tuple[str, float, str]]:
-    """(document id, score, why refused) of the passages nearest ``question`` that ``principals``
-    may not read: untrimmed, for the administrator only."""
+    """(document id, score, why refused) of the passages nearest ``question`` whose documents
+    ``principals`` may not read now (by the documents' own access, as the answer decides):
+    untrimmed, for the administrator only."""
     vector = ",".join(f"{float(value):.6g}" for value in model.embedder.embed([question])[0])
     near = solr.search(
         "{!knn f=" + model.field + f" topK={WITHHELD_SHOWN * 3}}}[{vector}]",
         fq=[PASSAGES, "{!term f=passage_model}" + model.model_id],
-        fl="parent_id,score," + ",".join(ACCESS_FIELDS),
+        fl="parent_id,score",
         rows=WITHHELD_SHOWN * 3,
         defType="lucene",
         hl="false",
     )
-    refused: dict[str, tuple[str, float, str]] = {}
+    scores: dict[str, float] = {}
     for doc in near.docs:
-        held = access_of_fields(doc)
+        scores.setdefault(str(doc["parent_id"]), float(doc.get("score") or 0.0))
+    access = documents_access(solr, [parent for parent in scores if parent not in found])
+    refused: list[tuple[str, float, str]] = []
+    for parent, score in scores.items():
+        if parent in found:
+            continue
+        if parent not in access:
+            refused.append((parent, score, NOT_INDEXED))
+            continue
+        held = access[parent]
         decision = decide(held, principals) if held is not None else None
-        parent = str(doc["parent_id"])
-        if parent not in found and parent not in refused and (decision is None or not decision.granted):
-            refused[parent] = (parent, float(doc.get("score") or 0.0), decision.reason if decision else "no access fields")
-    return list(refused.values())[:WITHHELD_SHOWN]
+        if decision is None or not decision.granted:
+            refused.append((parent, score, decision.reason if decision else "no access fields"))
+    return refused[:WITHHELD_SHOWN]

@@ -40,7 +40,7 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
-from searchcrawl.search.hybrid import SemanticModel, nearest_documents
+from searchcrawl.search.hybrid import SemanticModel, made_from_current, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system.translations import N_, translated
 from searchcrawl.system.translations import gettext as _
@@ -80,6 +80,8 @@ _CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 _CITATION_LIKE = re.compile(r"(?<![A-Za-z0-9_])[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
 MAX_ANSWER_CHARS = 4000  # of the model's text read
 NO_ANSWER = N_("No answer in what you may read.")
+# a passage made from an older text of its document (select_sources): never sent, whatever its score
+OLDER_TEXT = "made from an older text of it"
 # why a model's answer is refused (``checked_answer``): English in ``Answer.refused`` (the JSON API's,
 # explain-answer's), the page's language on the search page (``Answer.refusal``)
 CITED_UNSENT = N_("the model cited a source it was not given")
@@ -106,7 +108,13 @@ _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 25, 4.2, 15:30, 2026-03-15, 1,000
 
 
 class AnswerFailed(Exception):
-    """The model did not answer (unreachable, timed out, an error, junk): the hits alone."""
+    """The model did not answer (unreachable, timed out, an error, junk): the hits alone.
+    ``gathered``: the answer up to the model's failure (``answer`` sets it: the passages found, the
+    sources and the prompt's size), which explain-answer shows."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.gathered: Answer | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,7 @@ class Considered:
     url: str
     title: str
     score: float
-    verdict: str  # "sent as [n]", "below the threshold", "over the budget"
+    verdict: str  # "sent as [n]", "below the threshold", "over the budget", OLDER_TEXT
 
 
 @dataclass
@@ -236,7 +244,9 @@ def select_sources(
 ) -> tuple[list[AnswerSource], list[Considered]]:
     """The passages sent (numbered from 1) and every one found with its verdict. ``nearest``:
     (document id, its best passage with ``score``), best first; ``documents``: their display
-    fields (the confirmed, readable ones)."""
+    fields and checksum (the confirmed, readable ones). A passage not made from its document's
+    current text (hybrid.py ``made_from_current``) is never sent: it may say what the page no
+    longer does."""
     sources: list[AnswerSource] = []
     considered: list[Considered] = []
     spent = 0
@@ -248,6 +258,9 @@ def select_sources(
         url = str(doc.get("display_url") or doc.get("url") or "")
         title = str(doc.get("title") or "") or url
         text = " ".join(str(passage.get("passage_text") or "").split())[: config.passage_chars]
+        if not made_from_current(passage, doc):
+            considered.append(Considered(parent, url, title, score, OLDER_TEXT))
+            continue
         if score < config.threshold:
             considered.append(Considered(parent, url, title, score, "below the threshold"))
             continue
@@ -480,7 +493,8 @@ def answer(
     window: int = 20,
 ) -> Answer:
     """The answer to ``question`` from what the searcher of ``index`` may read (see the module's
-    docstring). Raises ``AnswerFailed`` when the model fails; IndexingError when Solr does."""
+    docstring). Raises ``AnswerFailed`` when the model fails (with what was gathered up to then);
+    IndexingError when Solr does."""
     started = time.monotonic()
     question = " ".join(question.split())[:MAX_QUESTION_CHARS]
     result = Answer(question, model=config.model)
@@ -493,7 +507,7 @@ def answer(
             {
                 **(params or {}),
                 "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(ids)],
-                "fl": "id,url,display_url,title",
+                "fl": "id,url,display_url,title,checksum",
                 "rows": len(ids),
                 "hl": "false",
                 "facet": "false",
@@ -507,7 +521,12 @@ def answer(
         return result
     chat = messages(question, result.sources)
     result.prompt_chars = sum(len(message["content"]) for message in chat)
-    result.raw = ask_model(config, chat)
+    try:
+        result.raw = ask_model(config, chat)
+    except AnswerFailed as exc:
+        result.seconds = time.monotonic() - started
+        exc.gathered = result
+        raise
     given = [source.given for source in result.sources]
     result.sentences, refused = checked_answer(result.raw, given, question, config.support)
     result.reason = refused

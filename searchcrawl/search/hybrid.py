@@ -195,9 +195,18 @@ def fuse(
     snippets: dict[str, str] = {}
     for doc in docs:
         passage = passages.get(str(doc["id"]))
-        if passage is not None and passage.get("parent_checksum") == doc.get("checksum"):
+        if passage is not None and made_from_current(passage, doc):
             snippets[str(doc["id"])] = cut(str(passage.get("passage_text") or ""))
     return Fused(docs, snippets, meaning_only, dict(fetched.highlighting or {}))
+
+
+def made_from_current(passage: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
+    """Whether ``passage`` was made from ``doc``'s current text (and readers: the checksum holds
+    both), so that it may be shown as its snippet or sent to a model: a passage the writer has not
+    redone since its document changed (its passes off, or not run yet) may say what the document no
+    longer does. A document or passage without a checksum cannot be compared, and is not current."""
+    checksum = doc.get("checksum")
+    return bool(checksum) and passage.get("parent_checksum") == checksum
 
 
 def cut(text: str, limit: int = SNIPPET_CHARS) -> str:

@@ -20,7 +20,7 @@ from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search.answer_explanation import explain_answer as explain_answer_lines
-from searchcrawl.search.answers import MAX_QUESTION_CHARS, AnswerFailed
+from searchcrawl.search.answers import MAX_QUESTION_CHARS
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import run_report
@@ -209,14 +209,12 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
     else:
         principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
         try:
-            lines = await in_thread(
+            explained = await in_thread(
                 explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, ctx.config.answers
             )
-            ok, text = True, "\n".join(lines)
+            ok, text = not explained.failed, "\n".join(explained.lines)
         except IndexingError as exc:
             ok, text = False, _("Solr did not answer: %(reason)s", reason=exc.reason)
-        except AnswerFailed as exc:
-            ok, text = False, _("The model did not answer: %(error)s", error=str(exc))
     logger.info("Web administration: explain-answer for %s", user)
     return ctx.render(request, "explain_answer.html", user=user, question=question, ok=ok, text=text)
 

@@ -18,8 +18,9 @@ and never acts as one.
 The endpoint holds no session (stateless): nothing of one searcher is kept for another. DNS
 rebinding protection (a browser page of another origin calling a server on the user's machine) is
 the token's: every request needs one. A request's body is 64 KB at most and of a declared length;
-each tool call is logged with its token and user (never its text) and a search recorded by query
-analytics as client "mcp".
+each tool call is logged with its token and user (never its text), in one line at INFO (the SDK's
+own lines of every request at DEBUG: ``SdkLinesAtDebug``), and a search recorded by query analytics
+as client "mcp".
 """
 
 from __future__ import annotations
@@ -53,10 +54,33 @@ MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a l
 MAX_ROWS = 50
 CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (principals, token name, user)
 logger = logging.getLogger(__name__)
+# the SDK's loggers that write a line at INFO for every request: "Processing request of type
+# CallToolRequest" and, the transport being stateless, "Terminating session: None"
+SDK_REQUEST_LOGGERS = ("mcp.server.lowlevel.server", "mcp.server.streamable_http")
 INSTRUCTIONS = (
     "Search the organisation's intranet, file shares and databases as the token's user may read them. "
     "Use search to find documents, fetch_document to read one, answer for a cited answer."
 )
+
+
+class SdkLinesAtDebug(logging.Filter):
+    """The protocol SDK's lines of every request written at DEBUG, not INFO: a tool call is one
+    line at INFO, the endpoint's own, which names the token and the user; the SDK's are there for
+    whoever logs at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def sdk_lines_at_debug() -> None:
+    """``SdkLinesAtDebug`` on the SDK's loggers of every request, once a process."""
+    for name in SDK_REQUEST_LOGGERS:
+        sdk = logging.getLogger(name)
+        if not any(isinstance(each, SdkLinesAtDebug) for each in sdk.filters):
+            sdk.addFilter(SdkLinesAtDebug())
 
 
 class AgentCallerCheck:
@@ -96,12 +120,9 @@ def _caller(context: Context[Any, Any, Any]) -> tuple[Principals, str, str | Non
     return found
 
 
-def _principals(context: Context[Any, Any, Any]) -> Principals:
-    return _caller(context)[0]
-
-
 def agent_server(ctx: WebContext) -> FastMCP:
     """The MCP server of the web application (see the module's docstring)."""
+    sdk_lines_at_debug()
     server = FastMCP(
         "searchcrawl",
         instructions=INSTRUCTIONS,
@@ -158,14 +179,17 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
         """An answer with numbered citations, from what the token's user may read only."""
+        principals, token_name, user = _caller(context)
         if ctx.config.answers is None or ctx.semantic is None:
-            return {"answer": None, "error": "answers are off"}
-        principals = _principals(context)
-        filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
-        found = await in_thread(ctx.answer, question, principals, filters, params)
-        if found is None:
-            return {"answer": None, "error": "no answer now"}
-        return {"answer": answer_json(found)}
+            found = None
+            error = "answers are off"
+        else:
+            filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
+            found = await in_thread(ctx.answer, question, principals, filters, params)
+            error = "no answer now"
+        said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
+        logger.info("Agent answer by token %r (%s): %s", token_name, user or "public", said)
+        return {"answer": None, "error": error} if found is None else {"answer": answer_json(found)}
 
     return server
 

@@ -91,7 +91,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
             default_rows=ctx.config.rows,
             hit_link=ctx.hit_link(search_id),
             answer=found,
-            answer_url=str(request.url.include_query_params(answer="1"))
+            answer_url=ctx.url("/" + query.url() + "&answer=1")  # the search's own parameters, none other
             if ctx.config.answers and ctx.semantic and query.q and not found
             else "",
         ),

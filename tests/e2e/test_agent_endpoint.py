@@ -35,7 +35,7 @@ def call(url: str, token: str, tool: str | None, arguments: dict[str, Any] | Non
     return asyncio.run(run())
 
 
-def test_the_tools_act_as_the_tokens_searcher_and_nothing_more(access_web) -> None:  # noqa: F811
+def test_the_tools_act_as_the_tokens_searcher_and_nothing_more(access_web, project) -> None:  # noqa: F811
     base, corpus = access_web
     corpus: Corpus
     visitor, acting = make_token(base, "agent-visitor"), make_token(base, "agent", on_behalf=True)
@@ -55,6 +55,11 @@ def test_the_tools_act_as_the_tokens_searcher_and_nothing_more(access_web) -> No
     bob = call(endpoint + "?user=bob", acting, "search", {"query": corpus.secret})
     assert bob["total"] == 0 and corpus.secret not in json.dumps(bob)
     assert call(endpoint, visitor, "answer", {"question": "what is here?"}) == {"answer": None, "error": "answers are off"}
+    # each tool call is one line at INFO, the endpoint's own: the SDK's lines of every request are at DEBUG (issue 91)
+    log = (project.data_dir.parent / f"web-{base.rsplit(':', 1)[1]}.log").read_text()
+    assert log.count("Agent search by token") == 3 and log.count("Agent fetch by token") == 3, log[-3000:]
+    assert "Agent answer by token 'agent-visitor' (public): answers are off" in log, log[-3000:]
+    assert "Processing request of type" not in log and "Terminating session" not in log, log[-3000:]
     # a visitor's token never acts as a user; no token, no protocol
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -21,18 +21,21 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import requests
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.search.answers import NO_ANSWER, AnswerConfig, AnswerFailed, answer
-from searchcrawl.search.hybrid import SemanticModel
+from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, AnswerFailed, answer
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
+from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import free_port
 from tests.e2e.test_api import admin_session, api, make_token
 from tests.e2e.test_semantic_search import document
@@ -180,6 +183,93 @@ def test_a_citation_never_sent_refuses_junk_and_slowness_fail(corpus, stand_in, 
             ask(failing)
 
 
+def test_a_sentence_removed_from_a_page_reaches_neither_the_model_nor_a_snippet(corpus, stand_in, wordllama) -> None:
+    """Issue 91: a crawl whose passes are off (a shared crawl's nodes) pushes a page that dropped a
+    sentence, and leaves its passages as they were until the next pass; none of them, made from
+    the older text, is sent to the model or shown as a snippet. Asked before and after."""
+    source, index = corpus
+    url, prompts = stand_in
+    model, visitor = SemanticModel(wordllama), TrimmedIndex(index, Principals.anonymous())
+    filters, question = ["{!term f=source}" + source], "What is the guest wifi password?"
+    page = "http://h.test/wifi"
+    index.add([document(source, page, "Guest wifi", "The guest wifi password is PLOVER7731. Ask reception.", Access.public("t"))])
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).documents == 1
+    before = answer(visitor, model, question, config(url), filters)
+    assert [text for text, _ in before.sentences] == ["The guest wifi password is PLOVER7731."]
+    # the crawl pushes the page without it; no pass runs
+    index.add([document(source, page, "Guest wifi", "Ask reception for the guest wifi voucher.", Access.public("t"))])
+    index.commit()
+    prompts.clear()
+    after = answer(visitor, model, question, config(url), filters)
+    assert (page, OLDER_TEXT) in {(item.url, item.verdict) for item in after.considered}
+    assert all(sent.title != "Guest wifi" for sent in after.sources) and all("PLOVER7731" not in prompt for prompt in prompts)
+    assert "PLOVER7731" not in json.dumps([after.sentences, after.raw, [s.__dict__ for s in after.sources]])
+    found = run_search(visitor, SearchRequest(q=question, filters=(("source", source),)), semantic=SemanticSearch(model))
+    assert page in {hit.url for hit in found.hits} and "PLOVER7731" not in str([hit.snippet for hit in found.hits])
+    # the next pass: the page's current text is what is sent
+    assert PassageIndex(index, wordllama).sync(source).documents == 1
+    prompts.clear()
+    current = answer(visitor, model, question, config(url), filters)
+    assert any(sent.title == "Guest wifi" for sent in current.sources) and "PLOVER7731" not in "".join(prompts)
+
+
+def test_explain_answer_keeps_what_it_found_when_the_model_fails_or_is_refused(project, corpus, stand_in) -> None:
+    """Issue 91: a model that timed out printed one line and lost the passages and the prompt's
+    size; a refused answer said "No answer: No answer: ...". Both show the whole explanation."""
+    url, _prompts = stand_in
+    env = {"SEARCHCRAWL_EMBEDDINGS": "wordllama", "SEARCHCRAWL_ANSWERS_URL": url, "SEARCHCRAWL_ANSWERS_THRESHOLD": "0.55"}
+    slow = project.scrapy(
+        "explain-answer",
+        "public",
+        "Where do I get a parking permit?",
+        SEARCHCRAWL_ANSWERS_MODEL="slow",
+        SEARCHCRAWL_ANSWERS_TIMEOUT="1",
+        **env,
+    )
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert "sent as [1]: Parking <http://h.test/parking>" in slow.stdout and "granted: public" in slow.stdout
+    assert re.search(r"prompt [1-9][0-9]* characters; [0-9.]+ s", slow.stdout), slow.stdout
+    assert slow.stdout.rstrip().splitlines()[-1].startswith("No answer: the model did not answer (the chat server")
+    refused = project.scrapy(
+        "explain-answer", "public", "Where do I get a parking permit?", SEARCHCRAWL_ANSWERS_MODEL="bad-cite", **env
+    )
+    assert refused.returncode == 0 and "No answer: No answer" not in refused.stdout, refused.stdout
+    assert refused.stdout.rstrip().splitlines()[-1] == "No answer: the model cited a source it was not given."
+
+
+def test_explain_answer_names_a_page_the_searcher_just_lost_by_its_documents_access(project, corpus, stand_in, wordllama) -> None:
+    """Issue 91: between an access change and the passages' next pass, a passage's copy of its
+    document's access is stale; the page a visitor just lost is listed as not permitted, by the
+    document's own access, as the answer decides. explain-answer searches every source, so the page
+    is this test's alone, and gone after it (the dev Solr's index is shared and kept)."""
+    source, index = corpus
+    url, _prompts = stand_in
+    canteen = document(
+        source,
+        "http://h.test/canteen",
+        "Canteen",
+        "The canteen serves lentil soup with rye bread on Fridays.",
+        Access.public("t"),
+    )
+    index.add([canteen])
+    index.commit()
+    try:
+        assert PassageIndex(index, wordllama).sync(source).documents == 1
+        finance = Access.of([Grant.of("group:finance", "t")])
+        index.update_existing([access_update(source, "http://h.test/canteen", "restricted", finance)])
+        index.commit()
+        env = {"SEARCHCRAWL_EMBEDDINGS": "wordllama", "SEARCHCRAWL_ANSWERS_URL": url, "SEARCHCRAWL_ANSWERS_MODEL": "standin"}
+        shown = project.scrapy("explain-answer", "public", "What does the canteen serve on Fridays?", **env)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        found, withheld = shown.stdout.split("may not read (never sent, never shown to them):")
+        assert "Canteen <http://h.test/canteen>" not in found
+        assert f"not permitted: {canteen['id']}: no principal of the searcher is allowed" in withheld, shown.stdout
+    finally:
+        index.delete([canteen["id"]])
+        index.commit()
+
+
 def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(project, corpus, stand_in) -> None:
     source, _index = corpus
     url, _prompts = stand_in
@@ -205,8 +295,14 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        page = requests.get(base + "/", params={"q": "When is parking free?", "source": source}, timeout=30).text
+        asked = {"q": "When is parking free?", "source": source, "sort": "date", "tracker": "x1", "answer": "0"}
+        page = requests.get(base + "/", params=asked, timeout=30).text
         assert "Answer this from what I may read" in page
+        # the link is the search's own parameters and answer=1, none other of the request (issue 91)
+        link = re.search(r'<p class="answer-ask"><a href="([^"]+)"', page)
+        assert link is not None and html.unescape(link[1]) == "/?" + urlencode(
+            {"q": "When is parking free?", "source": source, "sort": "date", "answer": "1"}
+        )
         answered = requests.get(
             base + "/", params={"q": "When is parking free?", "source": source, "answer": "1"}, timeout=30
         ).text

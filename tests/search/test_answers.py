@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from searchcrawl.search.answers import (
+    OLDER_TEXT,
     AnswerConfig,
     anchored,
     answer_config,
@@ -22,8 +23,12 @@ PERMITS = "Parking\nParking permits are free at the gate office."
 CONFIG = AnswerConfig(url="http://127.0.0.1:1/v1", model="m", passages=2, passage_chars=50, budget_chars=80, threshold=0.6)
 
 
-def passage(text: str, score: float, heading: str = "") -> dict:
-    return {"passage_text": text, "score": score, "passage_heading": heading}
+def passage(text: str, score: float, heading: str = "", made_from: str = "current") -> dict:
+    return {"passage_text": text, "score": score, "passage_heading": heading, "parent_checksum": made_from}
+
+
+def documents_of(keys: str) -> dict[str, dict]:
+    return {key: {"id": key, "url": f"https://h.test/{key}", "title": key.upper(), "checksum": "current"} for key in keys}
 
 
 def test_only_readable_similar_passages_within_the_budget_are_sent_numbered() -> None:
@@ -34,8 +39,7 @@ def test_only_readable_similar_passages_within_the_budget_are_sent_numbered() ->
         ("c", passage("Unrelated.", 0.4)),
         ("d", passage("Third good passage.", 0.7)),
     ]
-    documents = {key: {"id": key, "url": f"https://h.test/{key}", "title": key.upper()} for key in "abcd"}
-    sources, considered = select_sources(nearest, documents, CONFIG)
+    sources, considered = select_sources(nearest, documents_of("abcd"), CONFIG)
     assert [(s.number, s.document) for s in sources] == [(1, "a"), (2, "b")]
     assert len(sources[0].text) == 50 and sources[0].url == "https://h.test/a#:~:text=Booking%20leave"
     assert [(c.document, c.verdict) for c in considered] == [
@@ -47,10 +51,23 @@ def test_only_readable_similar_passages_within_the_budget_are_sent_numbered() ->
     assert all("withheld" not in str(item) for item in (*sources, *considered))
 
 
+def test_a_passage_made_from_an_older_text_of_its_page_is_never_sent() -> None:
+    """Issue 91: a page changed by a crawl whose passes are off keeps its old passages until the
+    next pass; one of them, made from the text before the change (its ``parent_checksum`` is not
+    the document's), may say what the page no longer does (a password it dropped)."""
+    nearest = [
+        ("a", passage("The guest password is PLOVER7731.", 0.95, made_from="before")),
+        ("b", passage("Parking permits are free.", 0.8)),
+        ("c", passage("A passage of a document without a checksum.", 0.9, made_from="")),
+    ]
+    documents = {**documents_of("ab"), "c": {"id": "c", "url": "https://h.test/c", "title": "C"}}
+    sources, considered = select_sources(nearest, documents, CONFIG)
+    assert [(s.number, s.document) for s in sources] == [(1, "b")] and "PLOVER" not in str(sources)
+    assert [(c.document, c.verdict) for c in considered] == [("a", OLDER_TEXT), ("b", "sent as [1]"), ("c", OLDER_TEXT)]
+
+
 def test_the_prompt_numbers_the_sources_and_asks_for_citations() -> None:
-    sources, _ = select_sources(
-        [("a", passage("Text A.", 0.9))], {"a": {"id": "a", "url": "https://h.test/a", "title": "A"}}, CONFIG
-    )
+    sources, _ = select_sources([("a", passage("Text A.", 0.9))], documents_of("a"), CONFIG)
     chat = messages("what?", sources)
     assert chat[0]["role"] == "system" and "[1]" in chat[0]["content"]
     assert chat[1]["content"] == "Sources:\n\n[1] A\nText A.\n\nQuestion: what?"
