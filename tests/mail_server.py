@@ -86,7 +86,7 @@ class MailServer:
         (self.folder / "global-acl").write_text(f"* user={CRAWLER} lra\n")
         self.imaps_port, self.imap_port = free_port(), free_port()
         config = self.folder / "dovecot.conf"
-        config.write_text(self._config())
+        config.write_text(dovecot_config(self.folder, self.imap_port, self.imaps_port))
         log = (self.folder / "dovecot.log").open("wb")
         self.process = subprocess.Popen(["/usr/sbin/dovecot", "-F", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
         wait_listening(self.process, self.imap_port, self.folder / "dovecot.log", greeting=b"* OK")
@@ -96,12 +96,46 @@ class MailServer:
         stop(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def _config(self) -> str:
-        root = self.folder
-        return f"""
+    # -- as the users do -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def client(self, user: str, public: bool = False) -> Iterator[Any]:
+        """An imapclient logged in as ``user`` (the crawler: as itself, for public folders)."""
+        import imapclient
+
+        context = ssl.create_default_context(cafile=self.ca_file)
+        client = imapclient.IMAPClient("127.0.0.1", port=self.imaps_port, ssl=True, ssl_context=context, timeout=30)
+        if user == CRAWLER:
+            client.plain_login(CRAWLER, self.crawler_password)
+        else:
+            client.login(user, USERS[user][0])
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.logout()
+
+    def folder_rights(self, user: str, owner: str, folder: str) -> str:
+        """MYRIGHTS of ``user`` on ``owner``'s ``folder`` ("" when the server says none)."""
+        name = folder if owner == user or owner == "#public" else f"shared/{owner}/{folder}"
+        with self.client(user) as client:
+            try:
+                typ, data = client._imap._simple_command("MYRIGHTS", client._normalise_folder(name))  # noqa: SLF001
+                _typ, data = client._imap._untagged_response(typ, data, "MYRIGHTS")  # noqa: SLF001
+            except client.Error:
+                return ""
+        if typ != "OK" or not data or data[0] is None:
+            return ""
+        return data[0].decode().rsplit(" ", 1)[-1]
+
+
+def dovecot_config(root: Path, imap_port: int, imaps_port: int) -> str:
+    """The server's dovecot.conf: docs/non-web-sources.md shows its ACL, namespace and master
+    user lines (tests/test_readme.py holds them equal)."""
+    return f"""
 base_dir = {root}/run
 state_dir = {root}/state
-instance_name = sc-dovecot-{self.imap_port}
+instance_name = sc-dovecot-{imap_port}
 protocols = imap
 listen = 127.0.0.1
 log_path = {root}/dovecot.log
@@ -118,11 +152,11 @@ service imap-login {{
   chroot =
   inet_listener imap {{
     address = 127.0.0.1
-    port = {self.imap_port}
+    port = {imap_port}
   }}
   inet_listener imaps {{
     address = 127.0.0.1
-    port = {self.imaps_port}
+    port = {imaps_port}
   }}
 }}
 service anvil {{
@@ -163,7 +197,7 @@ namespace public {{
   location = maildir:{root}/public
   subscriptions = no
 }}
-mail_plugins = acl
+mail_plugins = $mail_plugins acl
 protocol imap {{
   mail_plugins = $mail_plugins imap_acl
 }}
@@ -172,38 +206,6 @@ plugin {{
   acl_shared_dict = file:{root}/state/shared-mailboxes.db
 }}
 """
-
-    # -- as the users do -------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def client(self, user: str, public: bool = False) -> Iterator[Any]:
-        """An imapclient logged in as ``user`` (the crawler: as itself, for public folders)."""
-        import imapclient
-
-        context = ssl.create_default_context(cafile=self.ca_file)
-        client = imapclient.IMAPClient("127.0.0.1", port=self.imaps_port, ssl=True, ssl_context=context, timeout=30)
-        if user == CRAWLER:
-            client.plain_login(CRAWLER, self.crawler_password)
-        else:
-            client.login(user, USERS[user][0])
-        try:
-            yield client
-        finally:
-            with contextlib.suppress(Exception):
-                client.logout()
-
-    def folder_rights(self, user: str, owner: str, folder: str) -> str:
-        """MYRIGHTS of ``user`` on ``owner``'s ``folder`` ("" when the server says none)."""
-        name = folder if owner == user or owner == "#public" else f"shared/{owner}/{folder}"
-        with self.client(user) as client:
-            try:
-                typ, data = client._imap._simple_command("MYRIGHTS", client._normalise_folder(name))  # noqa: SLF001
-                _typ, data = client._imap._untagged_response(typ, data, "MYRIGHTS")  # noqa: SLF001
-            except client.Error:
-                return ""
-        if typ != "OK" or not data or data[0] is None:
-            return ""
-        return data[0].decode().rsplit(" ", 1)[-1]
 
 
 @pytest.fixture(scope="session")

@@ -102,6 +102,23 @@ def test_the_readmes_agent_is_the_tested_one() -> None:
     assert len(code) == 1 and code[0].strip() in (ROOT / "tests/agents/example_agent.py").read_text(encoding="utf-8")
 
 
+def test_the_dovecot_setup_is_the_tested_one(tmp_path: Path) -> None:
+    """Every line of the IMAP section's Dovecot configuration is one the tests' server runs with
+    (tests/mail_server.py), its paths there."""
+    from tests.mail_server import CRAWLER, dovecot_config
+
+    blocks = re.findall(r"^```dovecot\n(.*?)^```", section(README, "IMAP servers"), re.M | re.S)
+    assert len(blocks) == 1
+    paths = {"/etc/dovecot/": f"{tmp_path}/", "/var/vmail-public": f"{tmp_path}/public", "/var/vmail/": f"{tmp_path}/mail/"}
+    paths["/var/lib/dovecot/"] = f"{tmp_path}/state/"
+    running = set(dovecot_config(tmp_path, 143, 993).splitlines())
+    for line in blocks[0].splitlines():
+        for documented, tested in paths.items():
+            line = line.replace(documented, tested)
+        assert line in running, line
+    assert f"/etc/dovecot/global-acl   * user={CRAWLER} lra" in section(README, "IMAP servers")
+
+
 # ---------------------------------------------------------------------------------------------
 # paths and modules named in the README
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.ntfs import sid_name
@@ -29,6 +30,7 @@ from searchcrawl.access.tokens import (
     Grant,
     Level,
 )
+from searchcrawl.rules.urls import agent_url
 from searchcrawl.system.translations import N_
 
 ACCESS_COLUMN = "access"  # the document table's column of a document's Access.to_data() (JSON)
@@ -98,20 +100,49 @@ def access_of_row(value: Any) -> Access | None:
 
 def held_documents(index: IndexedDocuments, table: DocumentRows | None, url: str) -> list[HeldDocument]:
     """Each source's document of ``url`` in the index (all of them: what an administrator asks
-    about, untrimmed), its access from the document table when it records one, else from the
-    index's fields; IndexingError when Solr does not answer."""
+    about, untrimmed), found by its URL in any form ``indexed_forms`` gives or by its display URL
+    (what `scrapy search` prints); its access from the document table when it records one, else
+    from the index's fields; IndexingError when Solr does not answer."""
     fields = ",".join(("source", "url", *LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD))
-    found = index.search("*:*", fq="{!term f=url}" + url, fl=fields, rows=1000, sort="source asc")
+    forms = {f"url{number}": form for number, form in enumerate(indexed_forms(url))}
+    clauses = {f"clause{number}": f"{{!term f=url v=${name}}}" for number, name in enumerate(forms)}
+    clauses["shown"] = "{!term f=display_url v=$asked}"
+    found = index.search(
+        "*:*",
+        fq="{!bool " + " ".join(f"should=${name}" for name in clauses) + "}",
+        fl=fields,
+        rows=1000,
+        sort="source asc",
+        asked=url,
+        **forms,
+        **clauses,
+    )
     held = []
     for doc in found.docs:
-        source = str(doc.get("source") or "")
-        row = table.get(source, url) if table is not None and source else None
+        source, own = str(doc.get("source") or ""), str(doc.get("url") or url)
+        row = table.get(source, own) if table is not None and source else None
         recorded = access_of_row(row.get(ACCESS_COLUMN)) if row else None
         if recorded is not None:
-            held.append(HeldDocument(source, url, recorded, FROM_TABLE))
+            held.append(HeldDocument(source, own, recorded, FROM_TABLE))
         else:
-            held.append(HeldDocument(source, url, access_of_fields(doc), FROM_INDEX))
+            held.append(HeldDocument(source, own, access_of_fields(doc), FROM_INDEX))
     return held
+
+
+# an agent's URL as the docs write it, its key as it is: scheme://source/key
+_AGENT_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<source>[^/]+)/(?P<key>.+)", re.DOTALL)
+_OWN_FORMS = frozenset({"http", "https", "ftp", "file", "smb"})  # URLs of their own making: taken as they are
+
+
+def indexed_forms(url: str) -> list[str]:
+    """The URLs a document of ``url`` may be indexed under: ``url`` itself, and, for an agent's
+    URL written with its key as it is (``imap://mail/bob/INBOX/17/4``, ``dokuwiki://wiki/ns:page``:
+    as the docs write them), the form agents index it under (rules/urls.py ``agent_url``)."""
+    match = _AGENT_URL.fullmatch(url)
+    if match is None or match["scheme"].lower() in _OWN_FORMS:
+        return [url]
+    encoded = agent_url(match["scheme"], unquote(match["source"]), match["key"])
+    return [url] if encoded == url else [url, encoded]
 
 
 MAX_URL_CHARS = 8192

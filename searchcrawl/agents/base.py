@@ -34,11 +34,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from searchcrawl.access.tokens import Access
+from searchcrawl.rules.urls import agent_url
 
 
 class AgentError(Exception):
@@ -167,8 +168,8 @@ class Agent(ABC):
     # -- URLs -------------------------------------------------------------------------------
 
     def url_for(self, key: str) -> str:
-        """The document's URL: ``scheme://source/key`` (the key percent-encoded)."""
-        return f"{self.scheme}://{quote(self.source, safe='')}/{quote(key, safe='')}"
+        """The document's URL: ``scheme://source/key`` (the key percent-encoded: rules/urls.py)."""
+        return agent_url(self.scheme, self.source, key)
 
     def key_of(self, url: str) -> str | None:
         """The key of one of this agent's URLs, or None when the URL is not the agent's."""

@@ -39,7 +39,8 @@ again with every message read. An identifier with the ``r`` right reads; one wit
 ``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
 ``$name`` (a Dovecot group) and ``group:name`` (Cyrus) are ``group_token``, ``anyone`` and
 ``anonymous`` ``anyone_token``, ``authenticated`` ``authenticated_token`` (none by default: such
-a grant is left out), ``owner`` and every other identifier ``user_token``; an entry whose
+a grant is left out), ``owner`` and every other identifier ``user_token``; Dovecot's global
+entries (``#``) of a user's own mailbox grant that user alone (``folder_access``); an entry whose
 meaning as tokens is not certain (``_entry_token``, ``folder_access``) keeps the folder from
 everyone. In a user's own mailbox the user reads unless the list says otherwise
 (Dovecot hides the owner's implicit entry from other logins). A folder whose list cannot be read
@@ -224,15 +225,18 @@ def folder_access(
 ) -> tuple[Access | None, str | None]:
     """The access of a folder's messages from its RFC 4314 entries (identifier, rights): its
     readers and those denied; ``owner``: the user whose own mailbox it is. (None, why) when an
-    entry's meaning is not certain (see ``_entry_token``): the folder's messages are shown to no one."""
+    entry's meaning is not certain (see ``_entry_token``): the folder's messages are shown to no one.
+
+    Dovecot's global entries (``#``) of a user's own mailbox grant the owner alone: Dovecot
+    matches the global file's patterns against the name each reader sees, and the crawl, logged
+    in for the owner, sees the owner's (``Reports``), never the one others see
+    (``shared/bob/Reports``), which may match no pattern. Their denies are kept (fail closed)."""
     allow: list[Grant] = []
     deny: list[Grant] = []
     owner_listed = False
     try:
         for identifier, rights in entries:
-            negative = identifier.startswith("-")
-            name = identifier[1:] if negative else identifier
-            name = name[1:] if name.startswith("#") else name  # Dovecot: an entry of its global ACL file
+            name, negative, global_entry = _identifier(identifier)
             if name.startswith("!"):  # Dovecot's group-override (even one taking rights away) beats user entries
                 raise Unmappable(f"{identifier} {rights}: a group-override, which tokens cannot say")
             if name == options.username:
@@ -244,6 +248,15 @@ def folder_access(
             if owner is not None and name in ("owner", owner):
                 owner_listed = owner_listed or not negative
             if "r" not in rights:
+                continue
+            if global_entry and owner is not None and not negative and name not in ("owner", owner):
+                logger.debug(
+                    "imap: %s: the global entry %s %s grants %s's own view of the folder only: left out",
+                    where,
+                    identifier,
+                    rights,
+                    owner,
+                )
                 continue
             token = _entry_token(name, options, owner)
             if token is None:
@@ -258,6 +271,15 @@ def folder_access(
     except (AccessError, Unmappable) as error:
         return None, f"the IMAP access list of {where} holds an entry that is no token ({error})"
     return Access.of(allow, deny, name=f"IMAP folder {where}"), None
+
+
+def _identifier(identifier: str) -> tuple[str, bool, bool]:
+    """An entry's identifier as (name, negative, global): Dovecot writes a negative right's
+    ``-`` first, then ``#`` for an entry of its global ACL file (``-#bob``)."""
+    negative = identifier.startswith("-")
+    name = identifier[1:] if negative else identifier
+    global_entry = name.startswith("#")
+    return (name[1:] if global_entry else name), negative, global_entry
 
 
 def _entry_token(name: str, options: ImapOptions, owner: str | None) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from urllib.parse import urljoin, urlparse
+from urllib.parse import quote, urljoin, urlparse
 
 from w3lib.url import canonicalize_url, safe_url_string
 
@@ -55,3 +55,10 @@ def has_extension(url: str, suffixes: tuple[str, ...]) -> bool:
     Scrapy's ``url_has_any_extension`` decides, in one call instead of one per suffix: asked for
     every link of every page."""
     return urlparse(url).path.lower().endswith(suffixes)
+
+
+def agent_url(scheme: str, source: str, key: str) -> str:
+    """The URL an agent's document is indexed under: ``scheme://source/key``, the source and the
+    key each percent-encoded whole (a ``/``, ``:`` or ``#`` of a key too: ``imap://mail/bob%2FINBOX%2F17%2F4``),
+    so that any key makes one URL and back (agents/base.py; the file and smb types have their own)."""
+    return f"{scheme}://{quote(source, safe='')}/{quote(key, safe='')}"

@@ -13,6 +13,7 @@ from searchcrawl.access.explanation import (
     access_of_row,
     explain_access,
     explainable_url,
+    indexed_forms,
 )
 from searchcrawl.access.tokens import Access, Grant, Level
 
@@ -125,3 +126,15 @@ def test_every_sources_urls_can_be_explained_and_nothing_else() -> None:
         assert explainable_url(url), url
     for url in ("", "javascript:alert(1)", "data:text/html,x", "/relative/path", "intranet.example/a", "https://" + "x" * 8200):
         assert not explainable_url(url), url
+
+
+def test_an_agents_url_as_the_docs_write_it_is_looked_up_as_agents_index_it() -> None:
+    """Issue 91: agents index their key percent-encoded whole (rules/urls.py agent_url); the docs
+    and people write it as it is. A web, file or smb URL is taken as it is: its %2F is its own."""
+    assert indexed_forms("imap://mail/bob/INBOX/17/4") == ["imap://mail/bob/INBOX/17/4", "imap://mail/bob%2FINBOX%2F17%2F4"]
+    assert indexed_forms("imap://mail/#public/Public/Notices/3/1")[1] == "imap://mail/%23public%2FPublic%2FNotices%2F3%2F1"
+    assert indexed_forms("dokuwiki://wiki/ops:start")[1] == "dokuwiki://wiki/ops%3Astart"
+    # a Message-ID's key holds escapes of its own: taken as written
+    assert indexed_forms("mail://inbox/INBOX/%3Cid%40x%3E")[1] == "mail://inbox/INBOX%2F%253Cid%2540x%253E"
+    for url in ("https://intranet.example/a/b", "smb://fs/share/a b.txt", "file:///srv/a", "sql://notes/42"):
+        assert indexed_forms(url) == [url]

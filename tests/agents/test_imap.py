@@ -105,6 +105,28 @@ def test_an_owner_listed_without_read_and_the_special_identifiers() -> None:
     assert not decide(access, searcher("alice")).granted  # a public folder has no owner
 
 
+def test_a_global_entry_of_a_users_mailbox_grants_its_owner_alone() -> None:
+    """Issue 91: ``Reports group=sales lr`` in Dovecot's global file shows as ``#$sales lr`` to the
+    crawl logged in for bob, but Dovecot matches it against the name each reader sees: alice
+    (in sales) sees ``shared/bob/Reports``, which it does not match, and may not read."""
+    entries = [("#$sales", "lr"), ("#crawler", "lra"), ("-#carol", "r"), ("dave", "lr")]
+    access, why = folder_access(entries, options(), "bob", "bob/Reports")
+    assert why is None and access is not None
+    readers = {
+        user
+        for user, groups in [("alice", ("sales",)), ("bob", ("sales",)), ("dave", ())]
+        if decide(access, searcher(user, *groups)).granted
+    }
+    assert readers == {"bob", "dave"}  # the owner; the folder's own entry applies to every name
+    assert {grant.token for grant in access.deny} == {"user:carol"}  # a global deny is kept: fail closed
+    for own in ("#owner", "#bob"):
+        access, _ = folder_access([(own, "l"), ("dave", "lr")], options(), "bob", "bob/Reports")
+        assert access is not None and not decide(access, searcher("bob")).granted  # the owner's own global entry counts
+    # a public folder's name is the same to everyone: its global entries are read as they are
+    access, _ = folder_access([("#$sales", "lr")], options(), None, "public folder Public/Notices")
+    assert access is not None and decide(access, searcher("alice", "sales")).granted
+
+
 def test_an_identifier_that_is_no_token_keeps_the_folder_from_everyone() -> None:
     access, why = folder_access([("bob", "lr"), ("-", "r")], options(user_token="user:{id}"), "alice", "alice/x")
     assert access is None and why is not None and "no token" in why

@@ -162,12 +162,16 @@ def test_each_directory_user_finds_exactly_the_pages_dokuwiki_lets_them_read(
     private = {doc["id"] for page, doc in before.items() if page.startswith("private:")}
     assert private and private <= found_by(client, directory.principals("bob"), name)
 
-    # explain-access names the line that decided
+    # explain-access names the line that decided; the page found by its URL as indexed, as the
+    # docs write it and as `scrapy search` prints it (issue 91, point 16)
     url = next(doc["url"] for page, doc in before.items() if page == "finance:payroll")
-    explained = run_scrapy(["explain-access", "bob", url], project.env(**directory_server.settings()))
-    assert explained.returncode == 0, explained.stderr
-    assert "acl.auth.php line 3: finance:* @ALL 0" in explained.stdout, explained.stdout
-    assert explained.stdout.splitlines()[-1].startswith("  decision: REFUSED")
+    assert url == f"dokuwiki://{name}/finance%3Apayroll"
+    for asked in (url, f"dokuwiki://{name}/finance:payroll", f"{wiki_server.url}doku.php?id=finance:payroll"):
+        explained = run_scrapy(["explain-access", "bob", asked], project.env(**directory_server.settings()))
+        assert explained.returncode == 0, explained.stderr
+        assert f"Source {name}: {url}" in explained.stdout, (asked, explained.stdout)
+        assert "acl.auth.php line 3: finance:* @ALL 0" in explained.stdout, explained.stdout
+        assert explained.stdout.splitlines()[-1].startswith("  decision: REFUSED")
 
 
 def test_a_rule_that_cannot_be_read_keeps_its_pages_out_and_a_refusal_removes_nothing(

@@ -300,3 +300,55 @@ def test_tls_refusals_and_public_folders(
     trash = url.replace("tls-board", "tls-trash")
     explained = project.scrapy("explain", name, trash)
     assert "folder 'tls-trash' is not crawled (include/exclude)" in explained.stdout, explained.stdout
+
+
+def test_a_global_acl_line_grants_as_dovecot_applies_it_to_each_reader(
+    project: Project, solr: pysolr.Solr, mail_server: MailServer, directory_server: DirectoryServer
+) -> None:
+    """Issue 91: ``<folder> group=sales lr`` in Dovecot's global ACL file shows as ``#$sales lr``
+    to the crawl logged in for bob; Dovecot matches it against the name each reader sees, so carol
+    (in sales), to whom the folder is ``shared/bob/<folder>``, is told it does not exist: the index
+    agrees with Dovecot's answer to every user. The folder's own entries apply to every name.
+    Also (point 16): explain-access finds a message by the URL the docs write and by its display URL."""
+    tag = f"glob{random.Random().randrange(10**6)}"
+    reports = f"{tag}-reports"
+    mailboxes = Mailboxes(mail_server, random.Random(91), tag)
+    with mail_server.client("bob") as bob:
+        bob.create_folder(reports)
+        bob.setacl(reports, "dave", "lr")  # the folder's own list: every reader's name
+    mailboxes.folders["bob"].append(reports)
+    message_id = mailboxes.add("bob", reports)
+    global_acl = mail_server.folder / "global-acl"
+    before = global_acl.read_text()
+    global_acl.write_text(before + f"{reports} group=sales lr\n")
+    try:
+        # in force in bob's own view (bob is in sales: its lr is all he has now) ...
+        assert mail_server.folder_rights("bob", "bob", reports) == "lr"
+        with mail_server.client("carol") as carol, pytest.raises(carol.Error, match="doesn't exist"):
+            carol.select_folder(f"shared/bob/{reports}", readonly=True)  # ... not in carol's (in sales too)
+        name = "mail-global-acl"
+        imap_source(project, name, mail_server, users=["bob"], include=f"{tag}-*")
+        result = crawl(project, name, mail_server)
+        assert result.returncode == 0, result.stderr[-3000:]
+        docs = {doc["id"]: doc for doc in solr_docs(solr, name)}
+        named = as_messages(docs)
+        index = SolrIndex(project.solr_url, timeout=30)
+        for user in USERS:
+            oracle = {mid for mid in mailboxes.readable(user) if mailboxes.messages[mid][0] == "bob"}
+            oracle |= {mid + "#attachment" for mid in oracle if mailboxes.messages[mid][2]}
+            found = {named[key] for key in found_by(index, principals(user), name)}
+            assert found == oracle, (user, sorted(found ^ oracle))
+        assert message_id not in {named[key] for key in found_by(index, principals("carol"), name)}
+        assert message_id in {named[key] for key in found_by(index, principals("dave"), name)}
+    finally:
+        global_acl.write_text(before)
+
+    # explain-access: the stored URL, the one the docs write, and the display URL `scrapy search` prints
+    doc = next(doc for doc in docs.values() if doc.get("message_id_s") == message_id)
+    written = doc["url"].replace("%2F", "/")
+    assert written.startswith(f"imap://{name}/bob/{reports}/") and doc["display_url"] != doc["url"]
+    for url in (doc["url"], written, doc["display_url"]):
+        explained = run_scrapy(["explain-access", "bob", url], project.env(**directory_server.settings()))
+        assert explained.returncode == 0, explained.stderr
+        assert f"Source {name}: {doc['url']}" in explained.stdout, (url, explained.stdout)
+        assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED"), (url, explained.stdout)

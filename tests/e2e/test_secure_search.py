@@ -18,6 +18,7 @@ from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.urls import agent_url
 from searchcrawl.search.query import matching, search_params
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import SearchRequest, run_search
@@ -398,6 +399,38 @@ def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, s
     assert "      allow group:finance  <- POSIX ACL of /srv/hr/pay.txt: group:finance r--" in lines
     assert "      allow group:finance  <- index: access_allow" in lines
     assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
+
+
+def test_an_agents_document_is_explained_by_its_documented_url_and_by_the_url_search_prints(
+    solr_url: str, solr: pysolr.Solr
+) -> None:
+    """Issue 91: agents index ``imap://mail/bob%2FINBOX%2F17%2F4`` (their key percent-encoded
+    whole), the docs write ``imap://mail/bob/INBOX/17/4``, `scrapy search` prints the display URL:
+    each finds the document, with its row of the document table; a web URL is taken as it is."""
+    tag = uuid.uuid4().hex[:8]
+    key = f"bob/INBOX-{tag}/17/4"
+    stored = agent_url("imap", "mail", key)
+    assert stored == f"imap://mail/bob%2FINBOX-{tag}%2F17%2F4"
+    shown = f"imap://bob@127.0.0.1/INBOX-{tag};UIDVALIDITY=17/;UID=4"
+    wiki = agent_url("dokuwiki", "wiki", f"ops:{tag}:start")
+    recorded = Access.of([Grant.of("user:bob", "IMAP: bob/INBOX is bob's own mailbox")])
+    web = f"http://secure.test/{tag}/a%2Fb"
+    solr.add(
+        [
+            {"id": f"mail!{stored}", "url": stored, "display_url": shown, "source": "mail", **recorded.fields()},
+            {"id": f"wiki!{wiki}", "url": wiki, "source": "wiki", **recorded.fields()},
+            {"id": f"web!{web}", "url": web, "source": "web", **recorded.fields()},
+        ]
+    )
+    index, table = (
+        SolrIndex(solr_url, timeout=30),
+        Rows({("mail", stored): {"url": stored, ACCESS_COLUMN: json.dumps(recorded.to_data())}}),
+    )
+    for asked in (stored, f"imap://mail/{key}", shown):
+        held = held_documents(index, table, asked)
+        assert [(each.source, each.url, each.where) for each in held] == [("mail", stored, FROM_TABLE)], asked
+    assert [each.url for each in held_documents(index, None, f"dokuwiki://wiki/ops:{tag}:start")] == [wiki]
+    assert held_documents(index, None, f"http://secure.test/{tag}/a/b") == []  # a web URL's %2F is its own
 
 
 def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr_url: str, solr: pysolr.Solr) -> None:
