@@ -13,7 +13,8 @@ installation. What tests may rely on:
   searchcrawl pointed at it;
 - ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
 - ``added_person(uid, password)``: a context in which one more person (inetOrgPerson, in no
-  group, no numbers) is in the directory, such as ``bob@partner.example``;
+  group, no numbers) is in the directory, such as ``bob@partner.example``; ``added_groups``
+  likewise more groups;
 - ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
   certificate of a CA of its own (``ca_file``);
 - ``DirectoryServer(folder, private_groups=True)``: a directory hardened as some are: a user may
@@ -175,6 +176,31 @@ class DirectoryServer:
         finally:
             with self._as_root() as connection:
                 assert connection.delete(dn), connection.result
+
+    @contextmanager
+    def added_groups(self, groups: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]]) -> Iterator[None]:
+        """More groups, written as ``GROUPS`` is (a member may be a group of ``groups`` or of
+        ``GROUPS``), while the block runs."""
+        added: list[str] = []
+        try:
+            with self._as_root() as connection:
+                for cn, (kind, members, gid) in groups.items():
+                    attributes: dict[str, object] = {"cn": cn}
+                    if kind == "posixGroup":
+                        attributes["gidNumber"] = str(gid)
+                        uids = [name for what, name in members if what == "user"]
+                        if uids:
+                            attributes["memberUid"] = uids
+                    else:
+                        dns = [self.user_dn(name) if what == "user" else self.group_dn(name) for what, name in members]
+                        attributes["uniqueMember" if kind == "groupOfUniqueNames" else "member"] = [*dns, self.root_dn]
+                    assert connection.add(self.group_dn(cn), [kind], attributes), connection.result
+                    added.append(self.group_dn(cn))
+            yield
+        finally:
+            with self._as_root() as connection:
+                for dn in reversed(added):
+                    assert connection.delete(dn), connection.result
 
     def _modify(self, group: str, changes: dict[str, list[tuple[str, list[str]]]]) -> None:
         with self._as_root() as connection:

@@ -33,8 +33,12 @@ from searchcrawl.dev.jvm_server import free_port
 from tests.local_servers import stop, wait_listening
 
 CRAWLER = "crawler"
-# the directory's groups of each user (tests/directory_server.py, nested ones flattened)
-DIRECTORY_GROUPS = {"alice": ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b"), "bob": ("all-staff",)}
+# the directory's groups of each user as the searchers' principals read them (tests/directory_server.py:
+# nested ones flattened, primary groups included), as the GROUPLIST_PGM that group_token asks for gives them
+DIRECTORY_GROUPS = {
+    "alice": ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b"),
+    "bob": ("all-staff", "developers"),
+}
 MODULES = ("mpm_event", "authz_core", "authn_core", "auth_basic", "authn_file", "authz_user", "alias", "env", "cgid", "mime")
 
 

@@ -15,7 +15,8 @@ tests may rely on:
   ``boardroom/``) the group all-staff and carol, everything else all-staff (the Directory's own rule);
 - ``write(path, text)``, ``remove(path)``, ``move(old, new)``: change the tree on disk;
 - ``can_read(user, path)``: Apache's own answer to a GET as that user (the oracle);
-- ``set_rule(location, requires)``: rewrite a Location's Require lines and reload Apache.
+- ``set_rule(location, requires)``: rewrite a Location's Require lines (None: remove it) and
+  reload Apache.
 """
 
 from __future__ import annotations
@@ -138,9 +139,13 @@ Alias /dav {self.files}
 {locations}"""
         )
 
-    def set_rule(self, location: str, lines: list[str]) -> None:
-        """A Location's Require lines changed, and Apache told (a graceful restart)."""
-        self.rules[location] = lines
+    def set_rule(self, location: str, lines: list[str] | None) -> None:
+        """A Location's Require lines changed (None: the Location removed), and Apache told (a
+        graceful restart)."""
+        if lines is None:
+            del self.rules[location]
+        else:
+            self.rules[location] = lines
         self.write_rules()
         assert self.process is not None
         started = (self.folder / "error.log").read_text().count("resuming normal operations")

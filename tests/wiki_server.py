@@ -35,12 +35,13 @@ from tests.local_servers import stop, wait_listening
 
 PACKAGE = Path("/usr/share/dokuwiki")
 CRAWLER = "crawler"
-# user -> the wiki's groups: the directory's memberships (nested ones flattened, as its LDAP
-# backend would give them), "user" DokuWiki's default group
+# user -> the wiki's groups: the directory's memberships as the searchers' principals read them
+# (nested ones flattened, primary groups included: a wiki whose groups are the directory's, which
+# DokuWiki's authldap, one search by its groupfilter, is not), "user" DokuWiki's default group
 GROUPS = {
     CRAWLER: ("admin", "user"),
     "alice": ("user", "accounting", "finance", "all-staff", "staff", "loop-a", "loop-b"),
-    "bob": ("user", "all-staff"),
+    "bob": ("user", "all-staff", "developers"),
     "carol": ("user",),
 }
 DATA_FOLDERS = ("attic", "cache", "index", "locks", "log", "media", "media_attic", "media_meta", "meta", "pages", "tmp")

@@ -19,7 +19,9 @@ How Apache decides, and how it is read here:
 - ``Require`` lines of a section (or of a ``<RequireAny>``) grant to any of them: ``all granted``
   (``public``), ``all denied`` (nobody), ``user``/``ldap-user`` names (``user_token``),
   ``group`` names of a group file (``group_token``: none by default, a group file's names are
-  not the directory's), ``ldap-group <DN>`` (``group:<DN>``), ``ldap-dn <DN>`` (``user:<DN>``),
+  not the directory's), ``ldap-group <DN>`` (``member:<DN>``: mod_authnz_ldap compares the
+  group's member and uniqueMember with the user's DN, and follows only groupOfNames and
+  groupOfUniqueNames in it, access/directory.py), ``ldap-dn <DN>`` (``user:<DN>``),
   ``valid-user`` (``authenticated_token``, or no one).
 - ``<Files>``, ``<FilesMatch>``, ``<LocationMatch>`` and ``<DirectoryMatch>`` whose only rule is
   ``Require all denied`` (Debian's ``<FilesMatch "^\\.ht">``) refuse the paths they match.
@@ -34,10 +36,15 @@ directives (``Order``, ``Allow``, ``Deny``, ``Satisfy``), ``AllowOverride`` or
 wildcards with other rules, conditional or unknown containers (``<IfModule>``, ``<IfDefine>``,
 ``<Macro>``, ``<Proxy>`` ...) holding rules, ``Alias`` or ``DocumentRoot``, ``Require`` outside
 any section, ``AliasMatch``, ``ScriptAlias``, ``RewriteRule``, ``SSLRequire``,
-``SSLVerifyClient``, ``Include``, ``Use``, an ``AuthLDAPURL`` with a filter, an
-``AuthLDAPGroupAttribute`` other than member or uniqueMember, ``AuthLDAPMaxSubGroupDepth`` below
+``SSLVerifyClient``, ``Include``, ``Use``, an ``AuthLDAPURL`` with a filter, ``AuthLDAPMaxSubGroupDepth`` below
 10 (the directory's principals hold nested groups), and a line that cannot be read. A path no
-rule governs is unreadable too (httpd would grant it: name the file that holds the rules).
+rule governs is unreadable too (httpd would grant it: name the file that holds the rules). An
+``ldap-group`` rule, wherever it is, when any section or server sets mod_authnz_ldap's group
+reading otherwise than its defaults (``LDAP_GROUP_DEFAULTS``: ``AuthLDAPGroupAttribute``,
+``AuthLDAPSubGroupAttribute`` other than exactly member and uniqueMember,
+``AuthLDAPSubGroupClass`` other than exactly groupOfNames and groupOfUniqueNames,
+``AuthLDAPGroupAttributeIsDN off``, ``AuthLDAPCompareAsUser on``): ``member:`` would then mean
+another membership than Apache's.
 """
 
 from __future__ import annotations
@@ -64,6 +71,15 @@ UNMODELLED = (
 # containers of rules, or of where paths lead: what is inside a conditional or unknown one is uncertain
 CARRIES_RULES = (*AUTHZ, "alias", "documentroot")
 _WILDCARD = re.compile(r"[*?\[]")
+# mod_authnz_ldap's group reading: each directive's values in one section or server, as its
+# defaults are (a multi-valued one is the set of its lines' values); anything else: ldap-group unread
+LDAP_GROUP_DEFAULTS = {
+    "authldapgroupattribute": frozenset({"member", "uniquemember"}),
+    "authldapsubgroupattribute": frozenset({"member", "uniquemember"}),
+    "authldapsubgroupclass": frozenset({"groupofnames", "groupofuniquenames"}),
+    "authldapgroupattributeisdn": frozenset({"on"}),
+    "authldapcompareasuser": frozenset({"off"}),
+}
 
 
 @dataclass(frozen=True)
@@ -129,6 +145,7 @@ class ApacheRules:
     hosts: list[VirtualHost] = field(default_factory=list)
     main: VirtualHost = field(default_factory=lambda: VirtualHost(("*",)))
     uncertain: list[str] = field(default_factory=list)
+    ldap_groups_uncertain: list[str] = field(default_factory=list)  # why ldap-group is not read
 
     def serving(self, host: str, port: int) -> int | None:
         """The virtual host that answers ``host:port`` (its index), or None: the main server."""
@@ -159,6 +176,8 @@ class ApacheRules:
         allow: list[Grant] = []
         try:
             for line in section.requires:
+                if self.ldap_groups_uncertain and line.lower().startswith("ldap-group"):
+                    raise AccessError(f"Require ldap-group, with {self.ldap_groups_uncertain[0]}")
                 allow.extend(Grant.of(token, f"{origin} Require {line}") for token in _tokens(line, names))
         except (AccessError, ValueError) as error:
             return None, f"an Apache rule cannot be read for certain ({error})"
@@ -212,7 +231,7 @@ def _tokens(line: str, names: TokenNames) -> list[str]:
     if kind == "group" and names.group_token is not None:
         return [names.group_token.replace("{id}", name) for name in _words(rest)]
     if kind == "ldap-group" and rest:
-        return [f"group:{_unquoted(rest)}"]
+        return [f"member:{_unquoted(rest)}"]
     if kind == "ldap-dn" and rest:
         return [f"user:{_unquoted(rest)}"]
     raise ValueError(f"Require {line[:100]} is not read")
@@ -246,6 +265,7 @@ def read_rules(files: Iterable[tuple[str, str]]) -> ApacheRules:
             reader.line(line, f"{name}:{number}")
         if reader.stack:
             rules.uncertain.append(f"<{reader.stack[-1].name}> not closed in {name}")
+        reader.ldap_group_settings()
     return rules
 
 
@@ -286,6 +306,8 @@ class _ConfigReader:
         self.rules = rules
         self.stack: list[_Open] = []
         self.host: int | None = None
+        # (a section or server's place, directive) -> its values and where the first was set
+        self.ldap_groups: dict[tuple[str, str], tuple[set[str], str]] = {}
 
     def line(self, line: str, where: str) -> None:
         opened = _SECTION.match(line)
@@ -372,6 +394,13 @@ class _ConfigReader:
         kinds = {"files": "files", "filesmatch": "filesmatch", "location": "locationmatch", "locationmatch": "locationmatch"}
         self.rules.denials.append(Denial(kinds.get(entry.name, "directorymatch"), pattern, entry.where, self.host))
 
+    def ldap_group_settings(self) -> None:
+        """The group reading of each section or server that sets it, against Apache's defaults."""
+        for (_place, directive), (values, where) in self.ldap_groups.items():
+            if values != LDAP_GROUP_DEFAULTS[directive]:
+                shown = " ".join(sorted(values))[:60]
+                self.rules.ldap_groups_uncertain.append(f"{directive} {shown} at {where}, not mod_authnz_ldap's default")
+
     def _uncertain_here(self, why: str) -> None:
         section = self.section
         if section is None:
@@ -385,8 +414,10 @@ class _ConfigReader:
             return
         if directive == "authldapurl" and rest.count("?") >= 3 and rest.rsplit("?", 1)[1].strip(' "'):
             self.uncertain(f"AuthLDAPURL with a filter at {where}")
-        elif directive == "authldapgroupattribute" and rest.lower().strip('"') not in ("member", "uniquemember"):
-            self.uncertain(f"AuthLDAPGroupAttribute {rest[:40]} at {where}")
+        elif directive in LDAP_GROUP_DEFAULTS:
+            place = self.stack[-1].where if self.stack else f"server {self.host}"
+            values, _first = self.ldap_groups.setdefault((place, directive), (set(), where))
+            values.update(value.lower() for value in rest.replace('"', " ").split())
         elif directive == "authldapmaxsubgroupdepth" and (not rest.isdigit() or int(rest) < 10):
             self.uncertain(f"AuthLDAPMaxSubGroupDepth {rest[:10]} at {where}")
         if directive in ("servername", "serveralias") and self.host is not None:

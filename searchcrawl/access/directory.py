@@ -11,6 +11,14 @@ followed breadth-first (``walk_groups``: at most MAX_GROUP_DEPTH steps up and MA
 each group once, so a cycle ends). Each principal keeps where it came from, shown by `scrapy
 explain-access`.
 
+``member:<DN>`` is narrower, what Apache's mod_authnz_ldap grants ``Require ldap-group <DN>`` with
+its defaults (``AuthLDAPGroupAttribute`` member and uniqueMember, ``AuthLDAPGroupAttributeIsDN``
+on, ``AuthLDAPSubGroupAttribute`` member and uniqueMember, ``AuthLDAPSubGroupClass``
+groupOfNames and groupOfUniqueNames): the groups holding the user's DN as a member or
+uniqueMember, and the groups holding one of those as a member or uniqueMember where it is a
+groupOfNames or groupOfUniqueNames, and so on up (``dn_member_walk``). A posixGroup's memberUid,
+a primary gidNumber and a posixGroup in a groupOfNames give no ``member:``: Apache answers 401.
+
 Who the searcher is: the one entry the user filter finds whose compared attribute equals the name
 asked for under the tokens' case folding (``named``: the directory's own matching folds more), and
 ``user:<name>`` is that entry's own name (``own_name``), never the name typed. The principals are
@@ -62,6 +70,8 @@ LOOKUP_TIMEOUTS = 3  # a whole lookup or sign-in takes at most this many SEARCHC
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
+DN_MEMBERSHIP = ("member", "uniqueMember")  # how a user is in a group by DN (Membership.how)
+SUBGROUP_CLASSES = frozenset({"groupofnames", "groupofuniquenames"})  # mod_authnz_ldap's default subgroups
 AD_USER_ATTRIBUTES = ["sAMAccountName"]
 AD_GROUP_ATTRIBUTES = ["cn", "sAMAccountName", "objectSid"]
 AD_USER_FILTER = "(&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))"
@@ -286,12 +296,30 @@ def walk_groups(
     return found
 
 
-def principals_of(name: str, user: DirectoryEntry, memberships: Iterable[Membership]) -> Principals:
-    """The searcher ``name``'s principals from their entry and groups (a value that is no token,
-    an empty cn say, is left out: DEBUG)."""
+def dn_member_walk(
+    direct: Iterable[tuple[DirectoryEntry, str]],
+    parents_of: Callable[[DirectoryEntry], list[DirectoryEntry]],
+    cut: list[str] | None = None,
+) -> list[Membership]:
+    """The groups that hold the user as mod_authnz_ldap's defaults read ``Require ldap-group``
+    (the module's docstring): of ``direct``, those holding the user's DN (``DN_MEMBERSHIP``),
+    then up through the groups of SUBGROUP_CLASSES only (``walk_groups``' bounds)."""
+
+    def subgroup_parents(group: DirectoryEntry) -> list[DirectoryEntry]:
+        return parents_of(group) if SUBGROUP_CLASSES & {kind.lower() for kind in group.values("objectClass")} else []
+
+    return walk_groups([(group, how) for group, how in direct if how in DN_MEMBERSHIP], subgroup_parents, cut=cut)
+
+
+def principals_of(
+    name: str, user: DirectoryEntry, memberships: Iterable[Membership], dn_memberships: Iterable[Membership] = ()
+) -> Principals:
+    """The searcher ``name``'s principals from their entry, groups and ``member:`` groups
+    (``dn_member_walk``); a value that is no token, an empty cn say, is left out: DEBUG."""
     entries = user_principals(user, name)
     for membership in memberships:
         entries.extend(group_principals(membership, user.dn))
+    entries.extend(Principal(f"member:{m.group.dn}", path_text(m, user.dn)) for m in dn_memberships)
     return Principals.of(own_uid(user, name) or name, tokens_only(entries, name))
 
 

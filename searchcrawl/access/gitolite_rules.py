@@ -21,8 +21,8 @@ so). What cannot be read for certain keeps a repository's files out of the index
 ``include`` or ``subconf`` (the rules are elsewhere), a line gitolite would refuse, a character
 other than ASCII's or a control character outside a comment (Perl and Python see blanks
 differently), a pattern Python's regular expressions do not read, a role (``CREATOR``,
-``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for, and
-(agents/git.py) a gitolite.conf newer than what gitolite compiled from it.
+``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for; and
+(agents/git.py) a gitolite.conf newer than what gitolite compiled from it fails the listing.
 """
 
 from __future__ import annotations

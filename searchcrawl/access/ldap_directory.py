@@ -32,6 +32,7 @@ from searchcrawl.access.directory import (
     DirectoryEntry,
     DirectoryUnavailable,
     binary_sids,
+    dn_member_walk,
     named,
     own_uid,
     principals_of,
@@ -158,13 +159,21 @@ class LdapDirectory:
             return self._windows_lookup(connection, user, entry)
         cut: list[str] = []
         direct = self._direct_groups(connection, entry, user, cut)
-        memberships = walk_groups(direct, lambda group: self._parents(connection, group, cut), cut=cut)
+        asked: dict[str, list[DirectoryEntry]] = {}  # each group's parents asked once, for both walks
+
+        def parents(group: DirectoryEntry) -> list[DirectoryEntry]:
+            if group.dn not in asked:
+                asked[group.dn] = self._parents(connection, group, cut)
+            return asked[group.dn]
+
+        memberships = walk_groups(direct, parents, cut=cut)
+        by_dn = dn_member_walk(direct, parents, cut=cut)
         if not memberships and not self._search(connection, self.config.group_base, ANY_GROUP, ["cn"], size_limit=1):
             # no group, and none to see: the reader may not read groups (a directory where users
             # read only their own entry, and no service account): a deny of theirs unseen
             reader = "the service account" if self.config.bind_dn else "an anonymous bind"
             cut.append(f"the directory shows {reader} no group under {self.config.group_base}")
-        found = principals_of(user, entry, memberships)
+        found = principals_of(user, entry, memberships, by_dn)
         if cut:
             found = replace(found, partial=cut[0])
             logger.debug("directory: %r's groups not all read (%s): no document with a deny token", user, cut[0])

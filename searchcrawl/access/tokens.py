@@ -1,7 +1,10 @@
 """Access tokens: who may read a document, as the index holds it.
 
 A token is a namespaced string: ``user:alice`` (a user name, or a user's DN), ``group:<DN or
-name>``, ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
+name>``, ``member:<DN>`` (a group holding the user's DN as a ``member`` or ``uniqueMember``,
+itself or through groupOfNames and groupOfUniqueNames in it: what Apache's ``Require ldap-group``
+means by default, narrower than ``group:``, which also counts memberUid, primary groups and any
+nesting), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
 a directory user's uidNumber and gidNumber), ``sid:S-1-5-21-...`` (a Windows security identifier:
 an NTFS ACL's, matched to an Active Directory user's objectSid and tokenGroups), and ``public``
 (everyone, signed in or not). A document's ``Access`` is a list of levels and a list of deny tokens:
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 PUBLIC = "public"
-NAMESPACES = ("user", "group", "uid", "gid", "sid")
+NAMESPACES = ("user", "group", "member", "uid", "gid", "sid")
 MAX_TOKEN_CHARS = 1024
 # The index's levels: the document's own and at most three above it (a folder, a share ...).
 # More levels that restrict differently are folded into the last, keeping only the tokens they
@@ -83,6 +86,8 @@ def normal_token(text: str) -> str:
             raise AccessError(f"{text[:80]!r}: sid takes a security identifier such as S-1-5-21-1-2-3-1105")
         return "sid:S-" + "-".join(str(number) for number in numbers)
     value = value.lower()
+    if namespace == "member" and "=" not in value:
+        raise AccessError(f"{text[:80]!r}: member takes a group's DN")
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
     elif namespace == "user":

@@ -38,7 +38,8 @@ files), with the rules of a files source on its path; ``repository_s``, ``branch
 ``folder_s``, ``file_name_s`` and ``size_l``. A file's token is its blob's id: a maintenance
 crawl reads only the files whose content changed, wherever they moved; a file deleted, or moved
 away, leaves the index. A repository that cannot be read or fetched fails the crawl: nothing is
-removed.
+removed; so does a gitolite.conf newer than what gitolite compiled from it (the rules in force
+unknown), with that said.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*"
 _BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 REGULAR = ("100644", "100755")
+STALE = "gitolite.conf is newer than what gitolite compiled from it (refused, or not compiled yet)"
 PASSWORD_VARIABLE = "GIT_CRAWL_ASKPASS_PASSWORD"
 ASKPASS = '#!/bin/sh\n# git asks for the password of a repository: the crawl gives it in this variable\nprintf "%s\\n" "$GIT_CRAWL_ASKPASS_PASSWORD"\n'
 
@@ -161,8 +163,16 @@ class GitAgent(Agent):
     # -- the Agent interface ----------------------------------------------------------------
 
     def references(self, since: datetime | None) -> Iterator[Reference]:
-        """Every file at each repository's branch head (``since`` is ignored)."""
+        """Every file at each repository's branch head (``since`` is ignored); none while
+        gitolite.conf is newer than what gitolite compiled: the listing fails and removes nothing
+        (every file would be status 927, left the index, or tripped the deletion guard unexplained)."""
         self._rules = self._read_rules() if self.git.gives_access else None
+        if self._rules is not None and self._rules.uncertain == STALE:
+            raise AgentError(
+                f"git: {self.git.gitolite_conf} is newer than what gitolite compiled from it (gitolite refused it, "
+                "or it was not compiled yet: `gitolite compile`, or push the gitolite-admin repository): "
+                "the rules in force are not known; nothing is removed"
+            )
         for name in self.git.repositories:
             branch, commit = self._head(name, update=True)
             access, unreadable = self._access(name)
@@ -294,7 +304,7 @@ class GitAgent(Agent):
         except OSError:
             stale = True
         if stale:
-            rules.uncertain = f"{path.name} is newer than what gitolite compiled from it (refused, or not compiled yet)"
+            rules.uncertain = STALE
         return rules
 
     def _reference(

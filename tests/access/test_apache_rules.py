@@ -49,11 +49,11 @@ def readers(url_path: str, config: str = SITE, names: TokenNames = NAMES) -> set
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        ("/dav/a.txt", {"group:cn=all-staff,ou=groups,dc=example,dc=org"}),  # the crawler is nobody's reader
+        ("/dav/a.txt", {"member:cn=all-staff,ou=groups,dc=example,dc=org"}),  # the crawler is nobody's reader
         ("/dav/hr/pay.txt", {"group:hr"}),  # the longer Directory wins
         ("/dav/hr/open/x.txt", {"public"}),  # a Location wins over every Directory
         ("/dav/board/m.txt", {"user:carol", "user:dave"}),
-        ("/dav/boardroom/m.txt", {"group:cn=all-staff,ou=groups,dc=example,dc=org"}),  # whole segments only
+        ("/dav/boardroom/m.txt", {"member:cn=all-staff,ou=groups,dc=example,dc=org"}),  # whole segments only
         ("/dav/sealed/x", set()),
         ("/dav/%68r/pay.txt", {"group:hr"}),  # decoded as Apache decodes it
         ("/dav/open/../hr/pay.txt", {"group:hr"}),
@@ -158,5 +158,33 @@ def test_uncertainty_anywhere_on_the_way_and_rules_of_writes_only() -> None:
 def test_a_deny_only_pattern_refuses_what_it_matches() -> None:
     config = SITE + '<FilesMatch "^\\.ht">\nRequire all denied\n</FilesMatch>\n<Files "*.bak">\nRequire all denied\n</Files>\n'
     assert readers("/dav/.htaccess", config) == set() and readers("/dav/x.bak", config) == set()
-    assert readers("/dav/a.txt", config) == {"group:cn=all-staff,ou=groups,dc=example,dc=org"}
+    assert readers("/dav/a.txt", config) == {"member:cn=all-staff,ou=groups,dc=example,dc=org"}
     assert "for certain" in str(readers("/dav/hr/pay.txt", "Require group hr", TokenNames()))  # a group file's group, unnamed
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "AuthLDAPGroupAttribute memberUid\nAuthLDAPGroupAttributeIsDN off",  # a posixGroup's memberUid by name
+        "AuthLDAPGroupAttribute member",  # uniqueMember no longer counts
+        "AuthLDAPSubGroupClass posixGroup",
+        "AuthLDAPSubGroupAttribute member",
+        "AuthLDAPGroupAttributeIsDN off",
+        "AuthLDAPCompareAsUser on",
+    ],
+)
+def test_ldap_group_is_read_only_with_mod_authnz_ldaps_default_group_reading(setting: str) -> None:
+    """Require ldap-group is member:<DN>, what the defaults compare (a DN as a member or
+    uniqueMember, groupOfNames and groupOfUniqueNames followed): set otherwise, wherever, the
+    paths an ldap-group rule decides are not read for certain; the others still are."""
+    config = SITE.replace("  Dav On\n", "  Dav On\n" + setting + "\n")
+    reason = readers("/dav/a.txt", config)
+    assert isinstance(reason, str) and "for certain" in reason and "not mod_authnz_ldap's default" in reason
+    assert readers("/dav/board/m.txt", config) == {"user:carol", "user:dave"}
+
+
+def test_the_default_group_reading_written_out_is_the_default() -> None:
+    written = "AuthLDAPGroupAttribute member\nAuthLDAPGroupAttribute uniqueMember\nAuthLDAPSubGroupClass groupOfNames groupOfUniqueNames\nAuthLDAPGroupAttributeIsDN on\n"
+    assert readers("/dav/a.txt", SITE.replace("  Dav On\n", "  Dav On\n" + written)) == {
+        "member:cn=all-staff,ou=groups,dc=example,dc=org"
+    }

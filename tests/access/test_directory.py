@@ -18,6 +18,7 @@ from searchcrawl.access.directory import (
     binary_sids,
     compared_attributes,
     directory_of,
+    dn_member_walk,
     group_principals,
     named,
     path_text,
@@ -159,6 +160,45 @@ def test_the_walk_is_bounded_in_depth_and_count() -> None:
     wide = {"top": [f"w{i}" for i in range(50)]}
     parents_of, _ = tree(wide)
     assert len(walk_groups([(group("top"), "member")], parents_of, max_groups=10)) == 10
+
+
+def test_member_principals_are_what_apaches_ldap_group_grants_by_default() -> None:
+    """Issue 91 point 2: a posixGroup by memberUid, the primary group, and a posixGroup inside a
+    groupOfNames give group: principals but no member:; a groupOfNames inside one does."""
+    inspectors = group("inspectors", "posixGroup", gid="3000")
+    benefits = group("benefits", "posixGroup", gid="2000")
+    accounting, uniques = group("accounting"), group("uniques", "groupOfUniqueNames")
+    kinds = {"inspectors": ("posixGroup",), "benefits": ("posixGroup",), "uniques": ("groupOfUniqueNames",)}
+    # auditors (a groupOfNames) holds inspectors; finance holds accounting, staff holds uniques
+    above = {"inspectors": ["auditors"], "benefits": ["auditors"], "accounting": ["finance"], "uniques": ["staff"]}
+
+    def parents_of(entry: DirectoryEntry) -> list[DirectoryEntry]:
+        return [group(cn, *kinds.get(cn, ())) for cn in above.get(entry.first("cn"), [])]
+
+    direct = [(inspectors, "memberUid"), (benefits, "primary group"), (accounting, "member"), (uniques, "uniqueMember")]
+    every = walk_groups(direct, parents_of)
+    by_dn = dn_member_walk(direct, parents_of)
+    assert {m.group.first("cn") for m in every} == {
+        "inspectors",
+        "benefits",
+        "auditors",
+        "accounting",
+        "finance",
+        "uniques",
+        "staff",
+    }
+    assert [(m.group.first("cn"), m.how) for m in by_dn] == [
+        ("accounting", "member"),
+        ("uniques", "uniqueMember"),
+        ("finance", "member"),
+        ("staff", "uniqueMember"),
+    ]
+    found = principals_of("alice", ALICE, every, by_dn)
+    members = sorted(token for token in found.tokens if token.startswith("member:"))
+    assert members == [f"member:cn={cn},ou=groups,dc=example,dc=org" for cn in ("accounting", "finance", "staff", "uniques")]
+    assert "group:cn=inspectors,ou=groups,dc=example,dc=org" in found.tokens
+    origin = found.origin("member:cn=finance,ou=groups,dc=example,dc=org")
+    assert origin == "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)"
 
 
 def test_principals_of_a_user_normalised_once_each_with_public() -> None:

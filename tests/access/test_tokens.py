@@ -36,6 +36,7 @@ FINANCE = "group:cn=finance,ou=groups,dc=example,dc=org"
         ("User:uid=Alice, ou=People,dc=example,dc=org", "user:uid=alice,ou=people,dc=example,dc=org"),
         ("group:CN=Finance , OU=Groups,DC=example,DC=org", FINANCE),
         ("group:finance", "group:finance"),
+        ("Member:CN=Finance , OU=Groups,DC=example,DC=org", "member:" + FINANCE[len("group:") :]),
         ("uid:01001", "uid:1001"),
         ("gid:2001", "gid:2001"),
         ("sid:s-1-5-21-0010-2-3-1105", "sid:S-1-5-21-10-2-3-1105"),
@@ -53,6 +54,7 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
         *("user:a\x1fb", "group:\x1f", "group:a\x00", "uid:\u00b2", "uid:\u0661\u0662", "gid:\U0001d7d8"),
         *("sid:S-1", "sid:S-2-1-0", "sid:S-1-5-x", "sid:alice", "sid:S-1-" + "-1" * 20, "sid:S-1-\u0661"),
         *("sid:S-1-5-4294967296", "sid:S-1-281474976710656-1"),
+        "member:finance",  # member: takes a group's DN
     ],
 )
 def test_what_is_not_a_token_is_refused(text: str) -> None:

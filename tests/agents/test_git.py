@@ -155,6 +155,9 @@ def test_a_gitolite_conf_newer_than_its_compiled_rules_reads_nothing(tmp_path: P
     agent = GitAgent("code", GitOptions.model_validate(options))
     access, why = agent._access("handbook")  # noqa: SLF001
     assert access is None and why is not None and "newer than what gitolite compiled" in why
+    # issue 91 point 21: the listing fails, saying why, rather than find every file 927 (gone)
+    with pytest.raises(AgentError, match="newer than what gitolite compiled from it .*nothing is removed"):
+        next(iter(agent.references(None)))
     compiled.unlink()
     agent = GitAgent("code", GitOptions.model_validate(options))
     assert agent._access("handbook")[0] is None  # noqa: SLF001

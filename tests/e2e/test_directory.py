@@ -61,6 +61,8 @@ def test_alices_principals_with_nested_groups_numbers_and_origins(directory_serv
         "gid:2000",
         *(f"group:cn={cn},{BASE}" for cn in ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b")),
         *(f"group:{cn}" for cn in ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b")),
+        # Apache's ldap-group: by DN, through groupOfNames and groupOfUniqueNames only (not staff: memberUid)
+        *(f"member:cn={cn},{BASE}" for cn in ("accounting", "finance", "all-staff", "loop-a", "loop-b")),
     }
     assert found.origin(f"group:cn=all-staff,{BASE}") == (
         "memberOf path: cn=all-staff <- cn=finance <- cn=accounting <- uid=alice (member)"
@@ -71,13 +73,14 @@ def test_alices_principals_with_nested_groups_numbers_and_origins(directory_serv
 
 def test_a_primary_posix_group_without_member_uid_and_a_unique_member(directory_server: DirectoryServer) -> None:
     found = LdapDirectory(config_of(directory_server)).principals("bob")
-    assert {t for t in found.tokens if t.startswith(("group:", "gid:", "uid:"))} == {
+    assert {t for t in found.tokens if t.startswith(("group:", "member:", "gid:", "uid:"))} == {
         "uid:1002",
         "gid:2001",
         f"group:cn=developers,{BASE}",
         "group:developers",
         f"group:cn=all-staff,{BASE}",
         "group:all-staff",
+        f"member:cn=all-staff,{BASE}",  # not developers: his primary group, which Apache's ldap-group never counts
     }
     assert found.origin("group:developers").endswith("memberOf path: cn=developers <- uid=bob (primary group)")
     assert found.origin("group:all-staff").endswith("(uniqueMember)")

@@ -207,15 +207,21 @@ def test_each_directory_user_finds_exactly_the_files_gitolite_lets_them_read(
     assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED")
 
 
+def crawled_once(project: Project, solr: pysolr.Solr, server: GitServer, name: str, tables: str) -> list[str]:
+    """A source of one repository (``tables``: its own, [git.repositories] last) crawled once,
+    with deletions unguarded: its documents' ids, which a failed crawl must leave as they are."""
+    project.source(name, f'type = "git"\nmax_delete_share = 1.0\n{tables}')
+    crawl(project, name, server)
+    ids = sorted(doc["id"] for doc in solr_docs(solr, name))
+    assert ids
+    return ids
+
+
 def test_a_refused_fetch_removes_nothing(project: Project, solr: pysolr.Solr, git_server: GitServer) -> None:
     git_server.set_rules(RULES[0])
     git_server.commit("secret", {"lone.txt": "zebrafinch lone"})
     name = "code-refused"
-    project.source(
-        name,
-        f"""type = "git"
-max_delete_share = 1.0
-[access]
+    tables = f"""[access]
 public = true
 [git]
 username = "{CRAWLER}"
@@ -223,14 +229,40 @@ password_secret = "{SECRET}"
 cache_dir = "{project.data_dir / "git-cache"}"
 [git.repositories]
 secret = "{git_server.url("secret")}"
-""",
-    )
-    crawl(project, name, git_server)
-    count = len(solr_docs(solr, name))
-    assert count >= 1
+"""
+    before = crawled_once(project, solr, git_server, name, tables)
     refused = run_scrapy(["crawl", name], project.env(**{SECRET: "not-the-password-42"}))
     assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
-    assert len(solr_docs(solr, name)) == count
+    assert sorted(doc["id"] for doc in solr_docs(solr, name)) == before
+
+
+def test_an_uncompiled_gitolite_conf_fails_the_crawl_and_removes_nothing(
+    project: Project, solr: pysolr.Solr, git_server: GitServer
+) -> None:
+    """Issue 91 point 21: gitolite.conf edited and not compiled is not what gitolite enforces (it
+    still answers by its compiled rules): the crawl fails, saying so, and the index keeps what it
+    had, rather than every file 927 and removed (or a deletion guard tripped without a cause)."""
+    git_server.set_rules(RULES[0])
+    git_server.commit("handbook", {"kept.txt": "zebrafinch kept"})
+    name = "code-uncompiled"
+    tables = f"""[git]
+branch = "main"
+gitolite_conf = "{git_server.conf}"
+[git.repositories]
+handbook = "{git_server.repositories / "handbook.git"}"
+"""
+    before = crawled_once(project, solr, git_server, name, tables)
+    assert git_server.can_read("alice", "handbook")
+    try:
+        git_server.conf.write_text(git_server.conf.read_text().replace("R = @staff", "R = carol"))
+        compiled = git_server.conf.with_name("gitolite.conf-compiled.pm").stat().st_mtime_ns
+        os.utime(git_server.conf, ns=(compiled + 10**9, compiled + 10**9))
+        assert git_server.can_read("alice", "handbook")  # gitolite still answers by what it compiled
+        failed = run_scrapy(["crawl", name], project.env())
+        assert failed.returncode != 0 and "newer than what gitolite compiled from it" in failed.stderr, failed.stderr[-3000:]
+        assert sorted(doc["id"] for doc in solr_docs(solr, name)) == before
+    finally:
+        git_server.set_rules(RULES[0])
 
 
 def test_random_rules_are_decided_as_gitolite_decides_them(git_server: GitServer) -> None:

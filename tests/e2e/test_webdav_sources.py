@@ -12,6 +12,7 @@ rules alone updates the access without a GET; `scrapy explain-access` names the 
 from __future__ import annotations
 
 import random
+import shutil
 
 import pysolr
 import pytest
@@ -168,6 +169,55 @@ password_secret = "{SECRET}"
     assert refused.returncode != 0 and "refused the crawl's account (HTTP 401)" in refused.stderr
     assert "not-the-password-42" not in refused.stderr
     assert [doc["file_name_s"] for doc in solr_docs(solr, name)] == ["one.txt"]
+
+
+# Issue 91 point 2: groups bob is in by the directory's reading but not by mod_authnz_ldap's
+GROUP_FOLDERS = {
+    "inspectors": ("posixGroup", (("user", "bob"),), 3100),  # bob by memberUid: Apache 401
+    "auditors": ("groupOfNames", (("group", "inspectors"),), None),  # a posixGroup inside a groupOfNames: 401
+    "editors": ("groupOfNames", (("user", "bob"),), None),
+    "reviewers": ("groupOfNames", (("group", "editors"),), None),  # a groupOfNames inside one: 200
+}
+
+
+def test_ldap_group_grants_exactly_whom_apache_answers(
+    project: Project, solr: pysolr.Solr, webdav_server: WebdavServer, directory_server: DirectoryServer
+) -> None:
+    """``Require ldap-group`` as mod_authnz_ldap reads it by default: a posixGroup bob is in by
+    memberUid, the posixGroup of his primary gidNumber (developers) and a posixGroup inside a
+    groupOfNames give him 401, a groupOfNames inside a groupOfNames 200; his trimmed search finds
+    the same files, and explain-access cites no memberUid path."""
+    folders = {name: directory_server.group_dn(name) for name in ("inspectors", "auditors", "reviewers", "developers")}
+    name = "file-server-groups"
+    try:
+        with directory_server.added_groups(GROUP_FOLDERS):
+            for folder, dn in folders.items():
+                webdav_server.write(f"groups/{folder}/{folder}.txt", f"zebrafinch {folder}")
+                webdav_server.set_rule(f"groups/{folder}/", [f"ldap-group {dn}"])
+            project.source(
+                name,
+                f'type = "webdav"\n[webdav]\nroot = "{webdav_server.url}groups/"\nusername = "{CRAWLER}"\n'
+                f'password_secret = "{SECRET}"\napache_config = ["{webdav_server.config_file}"]\n',
+            )
+            crawl(project, name, webdav_server)
+            client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
+            by_path = {doc["display_url"][len(webdav_server.url) :]: doc for doc in solr_docs(solr, name)}
+            assert sorted(by_path) == sorted(f"groups/{folder}/{folder}.txt" for folder in folders)
+            for user in USERS:
+                oracle = {path for path in by_path if webdav_server.can_read(user, path)}
+                found = {path for path, doc in by_path.items() if doc["id"] in found_by(client, directory.principals(user), name)}
+                assert found == oracle, (user, sorted(found ^ oracle))
+            assert {path for path in by_path if webdav_server.can_read("bob", path)} == {"groups/reviewers/reviewers.txt"}
+            url = by_path["groups/inspectors/inspectors.txt"]["url"]
+            explained = run_scrapy(["explain-access", "bob", url], project.env(**directory_server.settings()))
+            assert explained.returncode == 0, explained.stderr
+            assert explained.stdout.splitlines()[-1].startswith("  decision: REFUSED"), explained.stdout
+            assert f"  member:{folders['inspectors']}  <-" not in explained.stdout  # bob's memberUid is no member: of it
+    finally:
+        for folder in folders:
+            if f"groups/{folder}/" in webdav_server.rules:
+                webdav_server.set_rule(f"groups/{folder}/", None)
+        shutil.rmtree(webdav_server.files / "groups", ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
