@@ -369,6 +369,12 @@ def indexed_urls(database: Database, name: str, batch: int = 5000) -> Iterator[t
                 yield row.url, int(row.depth or 0)
 
 
+def refused_new_source(text: str) -> str:
+    """Why the editor refuses ``text`` as a new source's ("" when it takes it): a restore's check of
+    each source of a backup (ops/configuration_backup.py), the editor's own."""
+    return guarded_change("", text)
+
+
 @contextmanager
 def scratch_sources(folder: Path, name: str, text: str) -> Iterator[Path]:
     """A sources folder of its own holding ``text`` as source ``name``'s file, and the files the
