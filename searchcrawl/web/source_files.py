@@ -408,7 +408,7 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             "-a",
             "test_mode=1",
             "-s",
-            f"CLOSESPIDER_PAGECOUNT={pages}",
+            f"SEARCHCRAWL_MAX_REQUESTS={pages}",  # requests, not answers: none in flight goes out after it
             "-s",
             "LOG_FILE=",  # not a source's log_file: the output comes back to the page
             "-s",

@@ -158,6 +158,29 @@ def test_sources_are_created_copied_disabled_enabled_and_deleted(project: Projec
     ]
 
 
+def test_a_test_crawl_sends_five_requests_not_five_answers(project: Project, serve: Any, tmp_path: Path) -> None:
+    """Issue 91: the test crawl "5 pages, nothing indexed" fetched 8 pages of a 9-page site
+    (CLOSESPIDER_PAGECOUNT counts answers: the requests in flight when the fifth came still went
+    out). Now it hands 5 requests over, and no more."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "site"
+    root.mkdir()
+    links = "".join(f'<li><a href="page{n}.html">Page {n}</a></li>' for n in range(8))
+    (root / "index.html").write_text(f"<html><head><title>Nine pages</title></head><body><ul>{links}</ul></body></html>")
+    for n in range(8):
+        (root / f"page{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body><p>Page {n}.</p></body></html>")
+    site = serve(root)
+    web, _csrf = editor_client(project)
+    form = form_of(web.get("/admin/new-source").text)
+    text = source_text(site.url + "index.html", max_depth=1)
+    tested = web.post("/admin/new-source", data={**form, "name": unique("nine"), "text": text, "action": "test"})
+    assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
+    # robots.txt and the soft-404 probe are fetched beside the pages, as every crawl fetches them
+    pages = [path for path in site.paths() if path != "/robots.txt" and not path.startswith("/searchcrawl-not-found-")]
+    assert pages[0] == "/index.html" and len(set(pages)) == len(pages) == 5, site.paths()  # 4 links of 8, any 4
+    assert not any(project.sources_dir.iterdir())  # unsaved
+
+
 def test_a_source_is_created_in_a_browser(browser: Browser, project: Project) -> None:  # noqa: F811
     project.data_dir.mkdir(parents=True, exist_ok=True)
     with web_served(project) as base:
