@@ -61,6 +61,7 @@ from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.shared import SESSION_COOKIE
+from searchcrawl.web.source_files import TestCrawls
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +193,8 @@ class WebContext:
     made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     # a backup uploaded and planned on the backup page, by administrator session, until restored
     restores: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    # the source editor's test crawls, running in the background, by administrator session
+    test_crawls: TestCrawls = field(default_factory=TestCrawls, init=False)
     _health: HealthCheck | None = field(default=None, init=False)
     _registry: CollectorRegistry | None = field(default=None, init=False)
 
