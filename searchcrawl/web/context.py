@@ -216,7 +216,7 @@ class WebContext:
         # cached copies read a document's whole stored text (megabytes at most): a few at once, the
         # others wait for one of these, never for the threads every search shares
         self.cached_copies = CapacityLimiter(CACHED_COPIES_AT_ONCE)
-        # the source editor's explains and test crawls (processes of minutes): two at once
+        # the source editor's explains (processes of minutes): two at once (its test crawls: test_crawls)
         self.source_trials = CapacityLimiter(2)
         # single sign-on's requests to its provider (bounded by their timeouts): threads of their own
         self.sign_on_threads = CapacityLimiter(16)
