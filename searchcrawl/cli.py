@@ -8,8 +8,8 @@ project when there is one (a scrapy.cfg here or above, or SCRAPY_SETTINGS_MODULE
 ``searchcrawl.settings``. So `searchcrawl solr start`, `searchcrawl web`, `searchcrawl crawl
 <source>` work in any folder, and in a project `searchcrawl X` is `scrapy X`.
 
-It offers searchcrawl's commands (the modules of searchcrawl.commands) and Scrapy's ``list`` (the
-usable sources); Scrapy's tools for Scrapy projects (startproject, genspider, shell, fetch, ...)
+It offers searchcrawl's commands (the modules of searchcrawl.commands, ``list`` among them: Scrapy's,
+the usable sources); Scrapy's tools for Scrapy projects (startproject, genspider, shell, fetch, ...)
 stay `scrapy`'s. The processes the commands start (crawls, explain) inherit the settings module
 through the environment, so they too work in any folder.
 """
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 SETTINGS_MODULE = "searchcrawl.settings"
-SCRAPY_COMMANDS = ("list",)  # Scrapy's own commands that are about searchcrawl's sources
+SCRAPY_COMMANDS: tuple[str, ...] = ()  # Scrapy's own commands offered as they are (``list`` is commands/list.py)
 
 
 def command_names() -> list[str]:

@@ -140,6 +140,9 @@ TWISTED_DNS_RESOLVER = "searchcrawl.crawl.resolver.GuardedHostnameResolver"
 # --- Frontier and runs ---------------------------------------------------------------------------
 SCHEDULER = "searchcrawl.crawl.frontier_scheduler.FrontierScheduler"  # the durable frontier in the document table
 SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQUESTS)
+# requests a crawl process hands to the downloader, then it closes once they are answered (0: no cap;
+# the source editor's test crawl: 5); unlike CLOSESPIDER_PAGECOUNT, none in flight goes out after it
+SEARCHCRAWL_MAX_REQUESTS = 0
 SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dead node's expire after it
 # Pages' outcomes are written in batches, one transaction each, on a thread of their own: at most
 # this many (1: each at once, on the reactor thread, as before issue 74) ...

@@ -11,6 +11,7 @@ import pytest
 
 from searchcrawl import cli, commands
 from searchcrawl.system.processes import command_name
+from tests.conftest import ROOT, run_scrapy
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
@@ -92,3 +93,23 @@ def test_a_crawl_imports_its_own_command_alone(argv: list[str], walked: list[str
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert found.stdout.strip() == str(walked)
+
+
+@pytest.mark.parametrize("command", [["list"], ["web", "--host", "127.0.0.1", "--port", "0"]])
+def test_a_sources_folder_that_is_missing_is_one_line_for_list_and_web(command: list[str], tmp_path: Path) -> None:
+    """Issue 91: with SEARCHCRAWL_SOURCES_DIR naming no folder, `scrapy list` printed a traceback,
+    and `scrapy web` started silently, its overview then answering 500 with one. Now each says so
+    in one line and exits 1 (web before it listens: the old one ran until the timeout)."""
+    missing = tmp_path / "no-such-folder"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "SEARCHCRAWL_SOURCES_DIR": str(missing),
+        "SEARCHCRAWL_DATA_DIR": str(tmp_path / "data"),
+    }
+    done = run_scrapy(command, env, timeout=60)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stdout == "", done.stderr[-2000:]
+    said = f"searchcrawl: SEARCHCRAWL_SOURCES_DIR: {missing} is not a directory"
+    assert [line for line in done.stderr.splitlines() if "SEARCHCRAWL_SOURCES_DIR" in line] == [said], done.stderr[-2000:]

@@ -1,8 +1,11 @@
-"""`scrapy backup export [FILE]` and `scrapy backup import FILE [--apply]`: the installation's
-configuration (source files, relevance rules, API tokens' hashes, notification settings) in one
-file, and back into an empty installation (ops/configuration_backup.py; the administration's backup page does
-the same). An import is a dry run unless ``--apply``: it prints what would be restored, or every
-problem that stops it, and exits 1 when there is one."""
+"""`scrapy backup export [FILE]` and `scrapy backup import FILE [--apply] [--trust-sources]`: the
+installation's configuration (source files, relevance rules, API tokens' hashes, notification
+settings) in one file, and back into an empty installation (ops/configuration_backup.py; the
+administration's backup page does the same). An import is a dry run unless ``--apply``: it prints
+what would be restored, or every problem that stops it, and exits 1 when there is one. Each source
+is checked as the source editor checks a new one; ``--trust-sources`` restores those it refuses
+(the command line is the server's administrator, who may write source files anyway), named in the
+plan."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from searchcrawl.commands import open_database
 from searchcrawl.ops import configuration_backup as backup
 from searchcrawl.ops.terminal import printable
 from searchcrawl.system import paths
+from searchcrawl.web.source_files import refused_new_source
 
 
 class Command(ScrapyCommand):
@@ -25,7 +29,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "export [FILE] | import FILE [--apply]"
+        return "export [FILE] | import FILE [--apply] [--trust-sources]"
 
     def short_desc(self) -> str:
         return "Export the configuration (sources, relevance rules, API tokens, notifications) to a file, or import one"
@@ -33,6 +37,12 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--apply", action="store_true", help="import: restore (without it, a dry run)")
+        parser.add_argument(
+            "--trust-sources",
+            action="store_true",
+            help="import: restore the sources the source editor refuses (keys that load code, read or write this"
+            " server's files, or send secrets), each named in the plan",
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
@@ -66,7 +76,9 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         with open_database(self.settings, migrate=True) as database:
-            plan = backup.plan_restore(read, database, sources_dir, self.settings.copy_to_dict())
+            plan = backup.plan_restore(
+                read, database, sources_dir, self.settings.copy_to_dict(), refused_new_source, trusted=opts.trust_sources
+            )
             if plan.ok and opts.apply:
                 try:
                     backup.apply_restore(plan, database, sources_dir)

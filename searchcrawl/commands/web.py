@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +26,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.access.directory import directory_of
-from searchcrawl.config.source import SourceError
+from searchcrawl.config.source import SourceError, find_source_files
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
@@ -221,10 +222,20 @@ class Command(ScrapyCommand):
         settings = self.settings
         loader = self.crawler_process.spider_loader
         assert isinstance(loader, SourceSpiderLoader)  # SPIDER_LOADER_CLASS (searchcrawl/settings.py)
+        try:
+            find_source_files(paths.sources_dir(settings))  # a sources folder that is none: said here, not by a page
+        except SourceError as exc:
+            print(f"searchcrawl: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
 
         def source_names() -> list[str]:
             loader.reload()  # new and edited source files show without a restart
-            return sorted(loader.list())
+            try:
+                return sorted(loader.list())
+            except SourceError as exc:  # the sources folder went away while serving: no source, said in the log
+                logger.error("No sources: %s", exc)
+                return []
 
         def schedule_of(name: str) -> Schedule | None:
             try:

@@ -16,6 +16,12 @@ machine or many, join the same run over PostgreSQL: each leases its own batches 
 SKIP LOCKED``), takes back leases that expired (a node died), and waits while other nodes still
 hold leases, since their pages may add links. The node whose close finds the frontier empty
 claims the run's end (removals, delta report); the others just leave (extensions/run_end.py).
+
+``SEARCHCRAWL_MAX_REQUESTS`` caps the requests this process hands to the engine (the source
+editor's test crawl: 5 pages): past it, nothing more is leased or handed over, and once those in
+flight are answered the crawl closes (``max_requests``; the run is left to resume). Scrapy's
+``CLOSESPIDER_PAGECOUNT`` counts responses, so the requests in flight when it is reached still
+go out (8 pages of a test crawl of 5).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import WAKE
 from searchcrawl.crawl.requests import Admission, admission_of, entry_of
-from searchcrawl.crawl.run import CrawlArguments, Run
+from searchcrawl.crawl.run import MAX_REQUESTS_REASON, CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, plan_run, take_over_index
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join, shared_crawl
@@ -88,6 +94,8 @@ class FrontierScheduler(BaseScheduler):
         self.buffer: deque[Entry] = deque()
         self.max_sites = settings.getint("SEARCHCRAWL_MAX_SITES")
         self.held: deque[Request] = deque()  # waiting for a free site (SEARCHCRAWL_MAX_SITES)
+        self.max_requests = settings.getint("SEARCHCRAWL_MAX_REQUESTS")  # 0: no cap
+        self.handed = 0  # requests handed to the engine
         self.frontier: Frontier | None = None
         self.run: RunInfo | None = None
         self.spider: Spider | None = None
@@ -186,6 +194,8 @@ class FrontierScheduler(BaseScheduler):
             self.waker = create_looping_call(self._wake)
             self.waker.start(IDLE_RECHECK, now=False)
         self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
+        if self.max_requests:
+            self.crawler.signals.connect(self._close_when_capped, signal=signals.spider_idle)
         self.renewal = create_looping_call(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
 
@@ -349,17 +359,35 @@ class FrontierScheduler(BaseScheduler):
             self.crawler.stats.inc_value("scheduler/enqueued")
         return stored
 
+    def _left(self) -> int | None:
+        """Requests this process may still lease for the engine (None: no cap)."""
+        return max(0, self.max_requests - self.handed - len(self.held)) if self.max_requests else None
+
+    def _capped(self) -> bool:
+        return bool(self.max_requests) and self.handed >= self.max_requests
+
+    def _close_when_capped(self) -> None:
+        """spider_idle past SEARCHCRAWL_MAX_REQUESTS: what was handed over is answered; the crawl
+        closes, though URLs are still queued (they stay queued, for the run's resumption)."""
+        if self._capped():
+            logger.debug("%d requests handed over (SEARCHCRAWL_MAX_REQUESTS): the crawl closes", self.handed)
+            raise CloseSpider(MAX_REQUESTS_REASON)
+
     def _refill(self) -> None:
-        if self.buffer or self.frontier is None:
+        left = self._left()
+        if self.buffer or self.frontier is None or left == 0:
             return
-        self.buffer.extend(self.frontier.lease(self.batch))
+        self.buffer.extend(self.frontier.lease(self.batch if left is None else min(self.batch, left)))
         if not self.buffer:
             self.last_empty = time.monotonic()
             self.additions_at_empty = self.frontier.additions
 
     def next_request(self) -> Request | None:
+        if self._capped():
+            return None
         request = self._next_within_sites() if self.max_sites else self._next()
         self.starved = request is None
+        self.handed += request is not None
         return request
 
     def _next(self) -> Request | None:
@@ -402,6 +430,8 @@ class FrontierScheduler(BaseScheduler):
         return None
 
     def has_pending_requests(self) -> bool:
+        if self._capped():
+            return False
         if self.held:
             return True
         self._refill()

@@ -25,8 +25,10 @@ from searchcrawl.store.models import FrontierState
 SKIPPED_STAT = "searchcrawl/skipped"
 _YES = ("1", "true", "yes", "force")
 
+# The close reason of a crawl that handed SEARCHCRAWL_MAX_REQUESTS requests over (frontier_scheduler.py)
+MAX_REQUESTS_REASON = "max_requests"
 # Close reasons of a crawl that ended as asked: its end, a suspend or stop (scrapy control, Ctrl-C,
-# SIGTERM), or a limit the user set (Scrapy's CloseSpider extension).
+# SIGTERM), or a limit the user set (Scrapy's CloseSpider extension, SEARCHCRAWL_MAX_REQUESTS).
 REQUESTED_ENDS = frozenset(
     {
         "finished",
@@ -37,6 +39,7 @@ REQUESTED_ENDS = frozenset(
         "closespider_timeout_no_item",
         "closespider_itemcount",
         "closespider_pagecount",
+        MAX_REQUESTS_REASON,
     }
 )
 

@@ -20,20 +20,26 @@ What a backup holds:
   target's, as lines for its environment file.
 
 A restore goes into an empty installation only (no source file in the sources folder, no
-relevance rule, no API token) and is planned first (``plan_restore``: every source validated by
-the crawl's own loader in a scratch folder, every rule by the page's parsers, every path checked
-to stay inside the sources folder); nothing is written unless the plan has no problem, and then
-the database rows in one transaction and each file atomically, the source files last.
+relevance rule, no API token) and is planned first (``plan_restore``: every source checked as the
+source editor checks a new one, then validated by the crawl's own loader in a scratch folder,
+every rule by the page's parsers, every path checked to stay inside the sources folder); nothing
+is written unless the plan has no problem, and then the database rows in one transaction and each
+file atomically, the source files last. A source the editor refuses (a key that loads code, reads
+or writes this server's files or sends secrets; a ``file:`` seed) is a problem naming it and why,
+unless the restore is the server administrator's (``scrapy backup import --trust-sources``): the
+plan then names it as restored though the editor refuses it. The plan names the secrets each
+restored source names (never their values), to be set in the crawl's environment.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -45,9 +51,11 @@ from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
 from searchcrawl.store.relevance_rules import LIMITS, RelevanceStore
-from searchcrawl.system.secrets import SECRET_NAME
+from searchcrawl.system.secrets import SECRET_NAME, VARIABLE_NAME
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "searchcrawl-backup"
 VERSION = 1
@@ -62,6 +70,9 @@ TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
 # a source's keys that load code or write files: shown in a restore's plan, to be read before it is confirmed
 NOTABLE_KEYS = ("spider_class", "url_rewriter", "agent", "log_file", "temp_dir")
 PRIVATE_KEY = b"PRIVATE KEY-----"
+# Why a source's text may not be restored ("" when it may): the source editor's own check of a new
+# source (web/source_files.py ``guarded_change``), handed in by the caller: this level cannot import it
+SourceRefusal = Callable[[str], str]
 
 
 def notification_setting(name: str) -> bool:
@@ -90,6 +101,29 @@ def named_files(text: str) -> tuple[list[str], list[str]]:
     left_out = [tls["client_key"]] if isinstance(tls.get("client_key"), str) else []
     left_out += [name for name in named if PurePosixPath(name).is_absolute() or name.startswith("~")]
     return [name for name in named if name not in left_out], left_out
+
+
+def source_secrets(text: str) -> list[str]:
+    """The secrets a source file's ``text`` names: the value of every key ``secret`` or
+    ``..._secret``, at any depth (``[[auth]]``, a login form's ``user_secret``, ``[proxy]``,
+    ``[tls] client_key_secret``, an agent's ``password_secret``): each the name of an environment
+    variable, never a secret itself (the loader refuses anything else)."""
+    try:
+        data: Any = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return []
+    found: list[str] = []
+    tables = [data]
+    while tables:
+        table = tables.pop()
+        items = table.items() if isinstance(table, dict) else enumerate(table)
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                tables.append(value)
+            elif (key == "secret" or str(key).endswith("_secret")) and isinstance(value, str):
+                if len(value) <= 200 and VARIABLE_NAME.fullmatch(value) and value not in found:
+                    found.append(value)
+    return sorted(found)
 
 
 def export_sources(sources_dir: Path | None) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -194,6 +228,9 @@ class RestorePlan:
     shown_sources: list[str] = field(default_factory=list)  # the same in the current language (``lines``)
     settings: list[str] = field(default_factory=list)  # NAME=value lines that differ from the target's
     problems: list[str] = field(default_factory=list)
+    # the sources the source editor refuses, "name: why": problems, or restored (``trusted``)
+    refused: list[str] = field(default_factory=list)
+    secrets: dict[str, list[str]] = field(default_factory=dict)  # a secret the sources name: those sources
 
     @property
     def ok(self) -> bool:
@@ -222,6 +259,11 @@ class RestorePlan:
         lines += [_("left out of the backup: %(item)s", item=item) for item in parsed.left_out]
         lines += [_("setting for the environment: %(line)s", line=line) for line in self.settings]
         lines += [_("secret to set in the environment: %(name)s", name=name) for name in parsed.secrets_set]
+        lines += [
+            _("secret to set in the environment for %(sources)s: %(name)s", sources=", ".join(sources), name=name)
+            for name, sources in sorted(self.secrets.items())
+        ]
+        lines += [_("restored though the source editor refuses it: %(source)s", source=source) for source in self.refused]
         return lines
 
 
@@ -423,12 +465,21 @@ def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
 
 
 def plan_restore(
-    backup: Mapping[str, Any], database: Database, sources_dir: Path | None, settings: Mapping[str, Any]
+    backup: Mapping[str, Any],
+    database: Database,
+    sources_dir: Path | None,
+    settings: Mapping[str, Any],
+    refusal: SourceRefusal,
+    trusted: bool = False,
 ) -> RestorePlan:
-    """What restoring ``backup`` into this installation would do, with every problem that stops it."""
+    """What restoring ``backup`` into this installation would do, with every problem that stops it.
+    Each source is checked by ``refusal`` (the source editor's check) before its loader runs (it
+    imports what a source names); one refused is a problem, or, ``trusted`` (the server's
+    administrator), a line of the plan."""
     problems: list[str] = []
     parsed = parse_backup(backup, problems)
     plan = RestorePlan(parsed, problems=problems)
+    loaded = _checked_sources(plan, refusal, trusted)
     if sources_dir is None:
         if parsed.files:
             problems.append(_("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR"))
@@ -453,7 +504,7 @@ def plan_restore(
                 if target.exists() or target.is_symlink() or any(p.exists() and not p.is_dir() for p in blocked):
                     problems.append(_("%(file)s is in the sources folder already (a restore replaces no file)", file=file_name))
     try:
-        described = _validated_sources(parsed.files, sources_dir, problems)
+        described = _validated_sources(loaded, sources_dir, problems)
         plan.sources, plan.shown_sources = [english for english, _shown in described], [shown for _english, shown in described]
     except OSError as exc:
         problems.append(_("the sources could not be checked: %(reason)s", reason=exc.strerror or exc))
@@ -462,6 +513,26 @@ def plan_restore(
         problems[MAX_PROBLEMS:] = [ngettext("and %(num)s more problem", "and %(num)s more problems", more)]
     plan.settings = [f"{name}={value}" for name, value in sorted(parsed.settings.items()) if str(settings.get(name, "")) != value]
     return plan
+
+
+def _checked_sources(plan: RestorePlan, refusal: SourceRefusal, trusted: bool) -> dict[str, dict[str, str]]:
+    """The sources of ``plan`` to load: each checked by ``refusal`` first (the loader imports what a
+    source names); one refused is a problem of the plan, or, ``trusted``, named in it. The secrets
+    each names go into the plan."""
+    loaded = dict(plan.parsed.files)
+    for name, texts in sorted(plan.parsed.files.items()):
+        refused = refusal(texts.get(f"{name}.toml", ""))
+        if refused:
+            logger.debug("Restore: source %s is one the source editor refuses (%s); trusted: %s", name, refused, trusted)
+            plan.refused.append(f"{name}: {refused}")
+        if refused and not trusted:
+            del loaded[name]
+            plan.problems.append(
+                _("source %(name)s: refused, as the source editor refuses it: %(reason)s", name=name, reason=refused)
+            )
+        for secret_name in source_secrets(texts.get(f"{name}.toml", "")):
+            plan.secrets.setdefault(secret_name, []).append(name)
+    return loaded
 
 
 def _validated_sources(
@@ -562,6 +633,8 @@ def plan_text(plan: RestorePlan, applied: bool) -> Iterable[str]:
     if plan.problems:
         yield "Nothing was restored: the backup cannot be restored here:"
         yield from (f"  problem: {problem}" for problem in plan.problems)
+        if plan.refused:
+            yield "A source the source editor refuses is restored by the server's administrator: import with --trust-sources."
         return
     yield "Restored:" if applied else "Dry run: this would be restored (run again with --apply to restore it):"
     yield from (f"  {line}" for line in plan.lines())

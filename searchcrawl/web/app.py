@@ -207,6 +207,7 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/source-files/{name}", source_views.source_editor, ["GET"]),
         route("/admin/source-files/{name}", source_views.source_change, ["POST"]),
         route("/admin/source-files/{name}/{action}", source_views.source_file_action, ["POST"]),
+        route("/admin/test-crawl", source_views.test_crawl_page, ["GET"]),  # issue 91
         route("/admin/backup", backup_views.backup_page, ["GET"]),
         route("/admin/backup/export", backup_views.backup_export, ["GET"]),
         route("/admin/backup/import", backup_views.backup_import, ["POST"]),

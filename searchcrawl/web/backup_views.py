@@ -28,6 +28,7 @@ from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.sessions import Sessions
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread
+from searchcrawl.web.source_files import refused_new_source
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,9 @@ async def backup_import(ctx: WebContext, request: Request) -> Response:
         read = backup.read_backup(data)
     except backup.BackupError as exc:
         return ctx.render(request, "backup.html", 400, plan=None, error=str(exc))
-    plan = await in_thread(backup.plan_restore, read, ctx.database, ctx.config.sources_dir, ctx.config.settings)
+    plan = await in_thread(
+        backup.plan_restore, read, ctx.database, ctx.config.sources_dir, ctx.config.settings, refused_new_source
+    )
     logger.info("Web administration: backup planned (%d problems)", len(plan.problems))
     shown = ShownPlan.of(plan)
     del read, plan  # a large backup's objects are not kept: its bytes are, for the confirmation
@@ -153,7 +156,9 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "backup.html", 400, plan=None, error=_("No backup is waiting: upload it again."))
 
     def restore() -> backup.RestorePlan:
-        plan = backup.plan_restore(backup.read_backup(pending["data"]), ctx.database, ctx.config.sources_dir, ctx.config.settings)
+        plan = backup.plan_restore(
+            backup.read_backup(pending["data"]), ctx.database, ctx.config.sources_dir, ctx.config.settings, refused_new_source
+        )
         if plan.ok:
             backup.apply_restore(plan, ctx.database, ctx.config.sources_dir)
         return plan

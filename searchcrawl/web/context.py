@@ -61,6 +61,7 @@ from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.shared import SESSION_COOKIE
+from searchcrawl.web.source_files import TestCrawls
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +193,8 @@ class WebContext:
     made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     # a backup uploaded and planned on the backup page, by administrator session, until restored
     restores: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    # the source editor's test crawls, running in the background, by administrator session
+    test_crawls: TestCrawls = field(default_factory=TestCrawls, init=False)
     _health: HealthCheck | None = field(default=None, init=False)
     _registry: CollectorRegistry | None = field(default=None, init=False)
 
@@ -213,7 +216,7 @@ class WebContext:
         # cached copies read a document's whole stored text (megabytes at most): a few at once, the
         # others wait for one of these, never for the threads every search shares
         self.cached_copies = CapacityLimiter(CACHED_COPIES_AT_ONCE)
-        # the source editor's explains and test crawls (processes of minutes): two at once
+        # the source editor's explains (processes of minutes): two at once (its test crawls: test_crawls)
         self.source_trials = CapacityLimiter(2)
         # single sign-on's requests to its provider (bounded by their timeouts): threads of their own
         self.sign_on_threads = CapacityLimiter(16)

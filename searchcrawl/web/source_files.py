@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import logging
 import os
 import secrets as random_names
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
 from searchcrawl.crawl.requests import rule_chain
@@ -48,6 +51,8 @@ from searchcrawl.store.runs import Runs
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext, number
 
+logger = logging.getLogger(__name__)
+
 DISABLED = ".toml.disabled"
 HISTORY = ".history"
 MAX_SOURCE_BYTES = 1024 * 1024  # a source file's text as the editor takes it
@@ -57,6 +62,8 @@ MAX_URL_LENGTH = 2083  # SEARCHCRAWL_MAX_URL_LENGTH's default: the chain's own b
 SAVING = threading.Lock()  # saves, copies, moves of source files: one at a time in this process
 TEST_PAGES = 5  # pages a test crawl fetches
 TEST_TIMEOUT = 180  # seconds a test crawl and its report may take
+TEST_CRAWLS_AT_ONCE = 2  # test crawls running at once in this server (each a crawl, then its report)
+TEST_RESULT_SECONDS = 900  # a finished test crawl's result waits this long to be shown
 TEMPLATE = """# A web site: where the crawl starts, and what it follows (docs/sources.md has every key)
 seeds = ["https://intranet.example.com/"]
 max_depth = 10
@@ -369,6 +376,12 @@ def indexed_urls(database: Database, name: str, batch: int = 5000) -> Iterator[t
                 yield row.url, int(row.depth or 0)
 
 
+def refused_new_source(text: str) -> str:
+    """Why the editor refuses ``text`` as a new source's ("" when it takes it): a restore's check of
+    each source of a backup (ops/configuration_backup.py), the editor's own."""
+    return guarded_change("", text)
+
+
 @contextmanager
 def scratch_sources(folder: Path, name: str, text: str) -> Iterator[Path]:
     """A sources folder of its own holding ``text`` as source ``name``'s file, and the files the
@@ -385,10 +398,18 @@ def scratch_sources(folder: Path, name: str, text: str) -> Iterator[Path]:
         yield scratch_path
 
 
-def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: str, pages: int = TEST_PAGES) -> tuple[bool, str]:
+def test_crawl(
+    project_dir: Path,
+    environ: dict[str, str],
+    sources: Path,
+    name: str,
+    pages: int = TEST_PAGES,
+    phase: Callable[[str], None] = lambda _phase: None,
+) -> tuple[bool, str]:
     """A crawl of ``pages`` pages of source ``name`` (from ``sources``) in test mode, in a data
     folder and database of its own (the installation's table, cache and index are never
-    touched; nothing is sent to Solr), then its report: (whether it ran, what it says)."""
+    touched; nothing is sent to Solr), then its report: (whether it ran, what it says). ``phase``
+    is told when the report begins ("reporting")."""
     with tempfile.TemporaryDirectory(prefix="searchcrawl-test-crawl-") as data:
         env = {
             **environ,
@@ -402,7 +423,7 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             "-a",
             "test_mode=1",
             "-s",
-            f"CLOSESPIDER_PAGECOUNT={pages}",
+            f"SEARCHCRAWL_MAX_REQUESTS={pages}",  # requests, not answers: none in flight goes out after it
             "-s",
             "LOG_FILE=",  # not a source's log_file: the output comes back to the page
             "-s",
@@ -410,6 +431,7 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
         ]
         try:
             ran = run_command(project_dir, env, TEST_TIMEOUT, *crawl)
+            phase(REPORTING)
             report = run_command(project_dir, env, TEST_TIMEOUT, "report", name)
         except subprocess.TimeoutExpired:
             return False, _("the test crawl took longer than %(seconds)s s", seconds=number(TEST_TIMEOUT))
@@ -417,3 +439,79 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
     if ran.returncode not in (0,) and not report.stdout.strip():
         said = (ran.stdout + ran.stderr).strip()
     return report.returncode == 0, said[-20000:]
+
+
+WAITING, CRAWLING, REPORTING = "waiting", "crawling", "reporting"  # a test crawl's phases, as its page says them
+
+
+@dataclass
+class TestCrawl:
+    """A test crawl started from the editor, running on a thread of its own while the editor's page
+    shows how long it has run and what it is doing (it took about 20 s, and the page stayed blank):
+    the editor's fields it was started from, its phase, and its result once done."""
+
+    __test__ = False  # not a test of pytest's, whatever its name
+    page: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+    phase: str = WAITING
+    result: tuple[bool, str] | None = None  # (whether it ran, what it says)
+    finished: float = 0.0
+
+    def seconds(self) -> int:
+        return int((self.finished or time.monotonic()) - self.started)
+
+
+class TestCrawls:
+    """The test crawls started from the editor: one per administrator's session (its page shows it
+    until a new one replaces it, or TEST_RESULT_SECONDS after its end), at most
+    TEST_CRAWLS_AT_ONCE running at once (the others wait, and their page says so)."""
+
+    __test__ = False
+
+    def __init__(self, at_once: int = TEST_CRAWLS_AT_ONCE, kept: float = TEST_RESULT_SECONDS) -> None:
+        self.slots = threading.BoundedSemaphore(at_once)
+        self.kept = kept
+        self.lock = threading.Lock()
+        self.crawls: dict[str, TestCrawl] = {}
+
+    def start(
+        self, session: str, page: dict[str, Any], work: Callable[[Callable[[str], None]], tuple[bool, str]]
+    ) -> TestCrawl | None:
+        """``work`` (told its phase) on a thread of its own for ``session``; None when the session's
+        last test crawl is still running (one at a time: its page shows it)."""
+        with self.lock:
+            now = time.monotonic()
+            for key in [
+                key for key, crawl in self.crawls.items() if crawl.result is not None and now - crawl.finished > self.kept
+            ]:
+                del self.crawls[key]
+            running = self.crawls.get(session)
+            if running is not None and running.result is None:
+                return None
+            crawl = self.crawls[session] = TestCrawl(dict(page))
+        threading.Thread(target=self._run, args=(crawl, work), name="searchcrawl-test-crawl", daemon=True).start()
+        return crawl
+
+    def _run(self, crawl: TestCrawl, work: Callable[[Callable[[str], None]], tuple[bool, str]]) -> None:
+        with self.slots:
+            crawl.phase = CRAWLING
+
+            def told(phase: str) -> None:
+                crawl.phase = phase
+
+            try:
+                result = work(told)
+            except Exception as exc:  # noqa: BLE001 - said on its page, not lost on a thread
+                logger.exception("The test crawl of %s failed", crawl.page.get("name"))
+                result = (False, _("the test crawl failed: %(reason)s", reason=type(exc).__name__))
+            crawl.finished = time.monotonic()
+            crawl.result = result
+
+    def of(self, session: str) -> TestCrawl | None:
+        """The session's test crawl, running or done (None: none, or its result expired)."""
+        with self.lock:
+            crawl = self.crawls.get(session)
+            if crawl is not None and crawl.result is not None and time.monotonic() - crawl.finished > self.kept:
+                del self.crawls[session]
+                return None
+            return crawl

@@ -5,11 +5,15 @@ it does to the index shown before a save, saved atomically with the previous ver
 
 The editor's form is one: its ``action`` says what to do with the text (``check``; ``explain`` a
 URL against it, unsaved; a ``test`` crawl of a few pages; ``review`` the change; ``save`` it,
-which needs the review of this very text: a save without a diff seen is refused)."""
+which needs the review of this very text: a save without a diff seen is refused). A test crawl
+runs in the background (``TestCrawls``): the form is answered with /admin/test-crawl, the editor
+with the text it was started from, refreshed every few seconds with what the crawl is doing, until
+its report replaces it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +31,7 @@ from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, i
 from searchcrawl.web.source_files import (
     MAX_SOURCE_BYTES,
     TEMPLATE,
+    TEST_PAGES,
     Changes,
     SourceFileError,
     SourceFolder,
@@ -40,6 +45,7 @@ from searchcrawl.web.source_files import (
 
 logger = logging.getLogger(__name__)
 
+TEST_REFRESH = 2  # seconds between two looks of a running test crawl's page
 EDITOR_FORM_BYTES = 3 * MAX_SOURCE_BYTES + 16_384  # the text, URL-encoded (at most 3 bytes a byte), and the rest
 NEW = ""  # the name of the editor's page for a new source
 
@@ -160,22 +166,53 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
 async def _try(
     ctx: WebContext, request: Request, folder: SourceFolder, name: str, text: str, action: str, page: dict[str, Any]
 ) -> Response:
-    """`scrapy explain` of a URL, or a test crawl, against the edited text (unsaved), in a
-    scratch sources folder."""
+    """`scrapy explain` of a URL against the edited text (unsaved), in a scratch sources folder; or
+    a test crawl of it, started in the background."""
+    if action == "test":
+        return _start_test_crawl(ctx, request, folder, name, text, page)
     url = page["url"]
-    if action == "explain" and not admin.explainable(url):
+    if not admin.explainable(url):
         return editor(ctx, request, 400, **page, error=_("Give an absolute URL (http://, https://, ftp:// or file:) to explain."))
     environ = dict(ctx.config.explain_environ or {})
 
     def run() -> tuple[bool, str]:
         with scratch_sources(folder.path, name, text) as scratch:
-            if action == "explain":
-                return admin.explain(ctx.config.project_dir, name, url, {**environ, "SEARCHCRAWL_SOURCES_DIR": str(scratch)})
-            return test_crawl(ctx.config.project_dir, environ, scratch, name)
+            return admin.explain(ctx.config.project_dir, name, url, {**environ, "SEARCHCRAWL_SOURCES_DIR": str(scratch)})
 
     ok, output = await in_limited_thread(ctx.source_trials, run)  # a few at once: each may take minutes
-    logger.info("Web administration: %s of the edited source %s", action, name)
-    return editor(ctx, request, 200 if ok else 400, **page, output=output, output_ok=ok, ran=action)
+    logger.info("Web administration: explain of the edited source %s", name)
+    return editor(ctx, request, 200 if ok else 400, **page, output=output, output_ok=ok, ran="explain")
+
+
+def _start_test_crawl(
+    ctx: WebContext, request: Request, folder: SourceFolder, name: str, text: str, page: dict[str, Any]
+) -> Response:
+    """A test crawl of the edited text (unsaved) started in the background; its page follows it."""
+    environ = dict(ctx.config.explain_environ or {})
+
+    def work(phase: Callable[[str], None]) -> tuple[bool, str]:
+        with scratch_sources(folder.path, name, text) as scratch:
+            return test_crawl(ctx.config.project_dir, environ, scratch, name, phase=phase)
+
+    if ctx.test_crawls.start(str(request.cookies.get(SESSION_COOKIE)), page, work) is None:
+        return editor(ctx, request, 409, **page, error=_("Your last test crawl is still running: wait for its report."))
+    logger.info("Web administration: test crawl of the edited source %s started", name)
+    return RedirectResponse(ctx.url("/admin/test-crawl"), status_code=303)
+
+
+async def test_crawl_page(ctx: WebContext, request: Request) -> Response:
+    """The session's test crawl: the editor it was started from, with what it is doing (the page
+    refreshed every TEST_REFRESH seconds), then its report."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
+    if denied is not None:
+        return denied
+    crawl = ctx.test_crawls.of(str(request.cookies.get(SESSION_COOKIE)))
+    if crawl is None:
+        return ctx.render(request, "forbidden.html", 404, reason=_("No test crawl: start one from a source's editor."))
+    if crawl.result is None:
+        return editor(ctx, request, **crawl.page, running=crawl, refresh=TEST_REFRESH, test_pages=TEST_PAGES)
+    ok, output = crawl.result
+    return editor(ctx, request, 200 if ok else 400, **crawl.page, output=output, output_ok=ok, ran="test", took=crawl.seconds())
 
 
 async def source_file_action(ctx: WebContext, request: Request) -> Response:

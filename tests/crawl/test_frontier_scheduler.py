@@ -34,7 +34,7 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider, NotSupported
+from scrapy.exceptions import CloseSpider, DontCloseSpider, NotSupported
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler
 
@@ -335,6 +335,39 @@ def test_a_closed_session_leaves_its_leases_queued_and_the_next_resumes_the_run(
     assert again.run is not None and again.run.resumed
     assert again.run.id == run.id and again.runs.get(run.id)["sessions"] == 2  # type: ignore[index]
     assert drain(again) == ["http://h.test/1.html", "http://h.test/2.html"]
+
+
+# --- at most SEARCHCRAWL_MAX_REQUESTS requests (issue 91) ------------------------------------------
+
+
+def test_at_most_max_requests_are_handed_over_then_the_idle_crawl_closes_with_the_rest_queued(crawler_of) -> None:
+    """The source editor's test crawl of 5 pages fetched 8 of a 9-page site: CLOSESPIDER_PAGECOUNT
+    counts answers, and the requests in flight when the fifth came still went out. Now the fifth
+    request is the last one handed over, nothing is leased beyond it, and once the spider is idle
+    it closes, the rest queued for the run's resumption."""
+    crawler = crawler_of(SEARCHCRAWL_MAX_REQUESTS=5, SEARCHCRAWL_FRONTIER_BATCH=4)
+    scheduler = opened(crawler)
+    for n in range(9):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{n}.html"))
+    assert drain(scheduler) == [f"http://h.test/{n}.html" for n in range(5)]
+    assert not scheduler.has_pending_requests() and len(scheduler) == 0
+    assert counts(scheduler) == {"queued": 4, "leased": 5, "done": 0}  # a batch of 4, then only the one left
+    for n in range(5):
+        fetched(crawler, f"http://h.test/{n}.html")
+    with pytest.raises(CloseSpider) as closing:
+        scheduler._close_when_capped()  # spider_idle
+    assert closing.value.reason == "max_requests"
+    close(scheduler, "max_requests")
+    assert stores_of(crawler).runs.latest("unit")["state"] == "suspended"  # type: ignore[index]
+    assert counts(scheduler) == {"queued": 4, "leased": 0, "done": 5}
+
+
+def test_without_max_requests_an_idle_crawl_is_not_closed_by_it(crawler_of) -> None:
+    scheduler = opened(crawler_of())
+    for n in range(3):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{n}.html"))
+    assert len(drain(scheduler)) == 3 and scheduler.max_requests == 0
+    scheduler._close_when_capped()  # never connected without the setting; and it closes nothing
 
 
 # --- spider_idle: URLs leased without an outcome ---------------------------------------------------

@@ -53,6 +53,7 @@ PAGES = {
     "/admin/new-source": ADMINISTER,
     "/admin/source-files/{name}": ADMINISTER,
     "/admin/source-files/{name}/{action}": ADMINISTER,
+    "/admin/test-crawl": ADMINISTER,
 }
 # the login forms, single sign-on's starts, and logging out (any session)
 OPEN = {"/admin/login", "/admin/logout", "/admin/login/oidc", "/admin/login/saml", "/admin/login/kerberos"}

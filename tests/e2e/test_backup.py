@@ -5,6 +5,7 @@ plan, the restore, a forged or oversized upload refused. The logic's cases: test
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -26,6 +27,8 @@ seeds = ["https://intranet.example/"]
 seed_files = ["seeds/more.txt"]
 schedule = "30 1 * * *"
 """
+# what the source editor takes in a new source: a restore from the pages takes it too (issue 91)
+PLAIN = SOURCE.replace('seed_files = ["seeds/more.txt"]\n', "")
 
 
 def installation(root: Path, db_url: str, solr_url: str) -> Project:
@@ -34,9 +37,9 @@ def installation(root: Path, db_url: str, solr_url: str) -> Project:
     return Project(root / "data", root / "sources", solr_url, db_url)
 
 
-def fill(project: Project) -> str:
-    """A source with a seed file, a rule of each kind, a token; the token."""
-    project.source("intranet", SOURCE)
+def fill(project: Project, text: str = SOURCE) -> str:
+    """A source (with a seed file), a rule of each kind, a token; the token."""
+    project.source("intranet", text)
     (project.sources_dir / "seeds").mkdir()
     (project.sources_dir / "seeds" / "more.txt").write_text("https://intranet.example/hr/\n")
     database = Database(project.db_url)
@@ -63,12 +66,20 @@ def test_the_command_exports_and_restores_between_sqlite_and_postgresql(
     assert (tmp_path / "backup.json").stat().st_mode & 0o777 == 0o600
     assert token not in (tmp_path / "backup.json").read_text()
     second = installation(tmp_path / "b", fresh_database(target, request, tmp_path / "b"), solr)
-    dry = run_scrapy(["backup", "import", str(tmp_path / "backup.json")], second.env())
+    # seed_files: the source editor refuses it in a new source, and so does a restore (issue 91)
+    refused = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--apply"], second.env())
+    assert refused.returncode == 1 and "problem: source intranet: refused, as the source editor refuses it: seed_files" in (
+        refused.stdout
+    )
+    assert refused.stdout.rstrip().endswith("import with --trust-sources.") and not any(second.sources_dir.iterdir())
+    # the server's administrator's restore
+    dry = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--trust-sources"], second.env())
     assert dry.returncode == 0, dry.stdout + dry.stderr[-2000:]
     assert dry.stdout.startswith("Dry run") and "source intranet (web; 30 1 * * *)" in dry.stdout
     assert "file intranet/seeds/more.txt" in dry.stdout
+    assert "restored though the source editor refuses it: intranet: seed_files" in dry.stdout
     assert not any(second.sources_dir.iterdir())
-    applied = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--apply"], second.env())
+    applied = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--apply", "--trust-sources"], second.env())
     assert applied.returncode == 0 and applied.stdout.startswith("Restored:"), applied.stdout + applied.stderr[-2000:]
     assert (second.sources_dir / "intranet.toml").read_text() == SOURCE
     assert (second.sources_dir / "seeds" / "more.txt").read_text() == "https://intranet.example/hr/\n"
@@ -82,13 +93,13 @@ def test_the_command_exports_and_restores_between_sqlite_and_postgresql(
         assert store.stopwords() == ["intranet"] and [terms for _id, terms in store.synonyms()] == [("leave", "holiday")]
     finally:
         database.close()
-    again = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--apply"], second.env())
+    again = run_scrapy(["backup", "import", str(tmp_path / "backup.json"), "--apply", "--trust-sources"], second.env())
     assert again.returncode == 1 and "the installation is not empty" in again.stdout
 
 
 def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_path: Path) -> None:
     origin = installation(tmp_path / "a", f"sqlite:///{tmp_path / 'a.sqlite3'}", project.solr_url)
-    token = fill(origin)
+    token = fill(origin, PLAIN)
     source = TestClient(
         create_app(web_config(origin, db_url=origin.db_url, sources_dir=origin.sources_dir)), base_url="http://127.0.0.1"
     )
@@ -97,7 +108,7 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
     downloaded = source.get("/admin/backup/export")
     assert downloaded.status_code == 200 and "attachment" in downloaded.headers["content-disposition"]
     data = downloaded.content
-    assert json.loads(data)["sources"]["intranet"]["intranet.toml"] == SOURCE and token.encode() not in data
+    assert json.loads(data)["sources"]["intranet"]["intranet.toml"] == PLAIN and token.encode() not in data
 
     empty = installation(tmp_path / "b", f"sqlite:///{tmp_path / 'b.sqlite3'}", project.solr_url)
     web = TestClient(
@@ -115,7 +126,7 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
     restored = web.post("/admin/backup/restore", data={"csrf": csrf}, follow_redirects=False)
     assert restored.status_code == 303
     assert "Backup restored: 1 source." in web.get("/admin/backup").text
-    assert (empty.sources_dir / "intranet.toml").read_text() == SOURCE
+    assert (empty.sources_dir / "intranet.toml").read_text() == PLAIN
     database = Database(empty.db_url)
     try:
         assert ApiTokens(database).check(token).valid
@@ -134,6 +145,30 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
         files={"backup": ("b.json", json.dumps(hostile).encode(), "application/json")},
     )
     assert "<script>alert" not in shown.text and "&lt;script&gt;" in shown.text, shown.text[shown.text.find("<main>") :]
+    # what the source editor refuses, the page refuses, each source named (issue 91)
+    hostile["sources"] = {
+        "ssh": {"ssh.toml": 'type = "files"\n[files]\nroots = ["/etc/ssh"]\n'},
+        "local": {"local.toml": 'seeds = ["file:///etc/"]\n'},
+        "intranet": {"intranet.toml": SOURCE, "seeds/more.txt": "https://intranet.example/hr/\n"},
+    }
+    fresh = installation(tmp_path / "c", f"sqlite:///{tmp_path / 'c.sqlite3'}", project.solr_url)
+    other = TestClient(
+        create_app(web_config(fresh, db_url=fresh.db_url, sources_dir=fresh.sources_dir)), base_url="http://127.0.0.1"
+    )
+    other_csrf = login(other)
+    guarded = other.post(
+        "/admin/backup/import",
+        data={"csrf": other_csrf},
+        files={"backup": ("b.json", json.dumps(hostile).encode(), "application/json")},
+    )
+    refusals = re.findall(
+        r"<li>source (\w+): refused, as the source editor refuses it: ([^<]*)</li>", html.unescape(guarded.text)
+    )
+    assert guarded.status_code == 400 and [name for name, _why in refusals] == ["intranet", "local", "ssh"], guarded.text[-3000:]
+    assert (
+        refusals[0][1].startswith("seed_files") and "file:///etc/" in refusals[1][1] and refusals[2][1].startswith("type, files")
+    )
+    assert not any(fresh.sources_dir.iterdir())
     junk = web.post("/admin/backup/import", data={"csrf": csrf}, files={"backup": ("b.json", b"not json", "text/plain")})
     assert junk.status_code == 400 and "not a searchcrawl backup: not JSON" in junk.text
     large = web.post(

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from httpx import Response
 from playwright.sync_api import Browser
 from starlette.testclient import TestClient
 
 from searchcrawl.web.app import create_app
-from tests.conftest import Project
+from tests.conftest import Project, wait_for
 from tests.e2e.test_crawl import source_text, unique
 from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_browser import browser, pytestmark  # noqa: F401 - the fixture, Chromium's check
@@ -54,6 +55,22 @@ def form_of(page: str) -> dict[str, str]:
     return {**{key: html.unescape(value) for key, value in fields.items()}, "text": html.unescape(text[1])}
 
 
+def reported(web: TestClient, started: Response) -> Response:
+    """The page of the test crawl ``started`` (the form's answer, followed) once its report is there:
+    meanwhile it says what the crawl is doing, and refreshes itself."""
+    assert started.status_code == 200 and started.url.path == "/admin/test-crawl", started.text[-3000:]
+    page = started
+
+    def done() -> bool:
+        nonlocal page
+        if 'http-equiv="refresh"' in page.text:
+            page = web.get("/admin/test-crawl")
+        return 'http-equiv="refresh"' not in page.text
+
+    wait_for(done, what="the test crawl's report")
+    return page
+
+
 def test_an_administrator_edits_a_crawled_source_and_sees_what_the_change_does(crawled) -> None:
     project, name, site = crawled
     web, csrf = editor_client(project)
@@ -71,7 +88,7 @@ def test_an_administrator_edits_a_crawled_source_and_sees_what_the_change_does(c
     assert explained.status_code in (200, 400) and "section1" in explained.text and "exclude" in explained.text.lower(), (
         explained.text[-3000:]
     )
-    tested = web.post(path, data={**form, "text": narrower, "action": "test"})
+    tested = reported(web, web.post(path, data={**form, "text": narrower, "action": "test"}))
     assert tested.status_code == 200 and "Test crawl" in tested.text and "new" in tested.text, tested.text[-3000:]
     reviewed = web.post(path, data={**form, "text": narrower, "action": "review"})
     assert reviewed.status_code == 200
@@ -156,6 +173,33 @@ def test_sources_are_created_copied_disabled_enabled_and_deleted(project: Projec
         "source:copy",
         "source:create",
     ]
+
+
+def test_a_test_crawl_sends_five_requests_not_five_answers(project: Project, serve: Any, tmp_path: Path) -> None:
+    """Issue 91: the test crawl "5 pages, nothing indexed" fetched 8 pages of a 9-page site
+    (CLOSESPIDER_PAGECOUNT counts answers: the requests in flight when the fifth came still went
+    out). Now it hands 5 requests over, and no more."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "site"
+    root.mkdir()
+    links = "".join(f'<li><a href="page{n}.html">Page {n}</a></li>' for n in range(8))
+    (root / "index.html").write_text(f"<html><head><title>Nine pages</title></head><body><ul>{links}</ul></body></html>")
+    for n in range(8):
+        (root / f"page{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body><p>Page {n}.</p></body></html>")
+    site = serve(root)
+    web, _csrf = editor_client(project)
+    form = form_of(web.get("/admin/new-source").text)
+    text = source_text(site.url + "index.html", max_depth=1)
+    started = web.post("/admin/new-source", data={**form, "name": unique("nine"), "text": text, "action": "test"})
+    # the page says what the crawl does while it runs (it was blank for 20 s), then its report
+    assert "Crawling at most 5 pages" in started.text or "writing its report" in started.text, started.text[-3000:]
+    tested = reported(web, started)
+    assert tested.status_code == 200 and re.search(r"Test crawl \(\d+ s\)", tested.text), tested.text[-3000:]
+    assert 'value="nine' in tested.text and "index.html" in tested.text  # the editor, with the text tested
+    # robots.txt and the soft-404 probe are fetched beside the pages, as every crawl fetches them
+    pages = [path for path in site.paths() if path != "/robots.txt" and not path.startswith("/searchcrawl-not-found-")]
+    assert pages[0] == "/index.html" and len(set(pages)) == len(pages) == 5, site.paths()  # 4 links of 8, any 4
+    assert not any(project.sources_dir.iterdir())  # unsaved
 
 
 def test_a_source_is_created_in_a_browser(browser: Browser, project: Project) -> None:  # noqa: F811

@@ -19,6 +19,7 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.source_files import refused_new_source
 
 INTRANET = """# The intranet, crawled nightly: its seeds beside it
 seeds = ["https://intranet.example/"]
@@ -85,12 +86,20 @@ def test_a_backup_restored_into_an_empty_installation_is_the_same_installation(f
     assert exported["settings"] == {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org", "SEARCHCRAWL_SMTP_HOST": "mail.example.org"}
 
     target_db, target = installation(tmp_path / "b")
-    plan = backup.plan_restore(exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"})
+    # the server's administrator's restore (scrapy backup import --trust-sources): the source editor
+    # refuses seed_files and [tls] in a new source
+    refused = backup.plan_restore(exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"}, refused_new_source)
+    assert [problem.split(":")[0] for problem in refused.problems] == ["source intranet", "source partner"]
+    plan = backup.plan_restore(
+        exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"}, refused_new_source, trusted=True
+    )
     # the client certificate was left out: its source cannot be loaded until it is put in place
     assert plan.problems == ["partner.toml: [tls]: key 'client_cert': cannot read certs/client.pem: No such file or directory"]
     (target / "certs").mkdir()
     (target / "certs" / "client.pem").write_bytes(held["client"].read_bytes())
-    plan = backup.plan_restore(exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"})
+    plan = backup.plan_restore(
+        exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"}, refused_new_source, trusted=True
+    )
     assert plan.ok, plan.problems
     assert plan.sources == ["intranet (web; 0 2 * * *)", "partner (web; every 12h)"]
     assert plan.settings == ["SEARCHCRAWL_NOTIFY_MAIL_TO=ops@example.org"]  # the one the target lacks
@@ -126,7 +135,7 @@ def test_a_backup_restored_into_an_empty_installation_is_the_same_installation(f
 
     assert unused(again) == unused(exported)
     # and it is not empty any more: a second restore is refused
-    refused = backup.plan_restore(exported, target_db, target, {})
+    refused = backup.plan_restore(exported, target_db, target, {}, refused_new_source, trusted=True)
     assert set(refused.problems) >= {
         f"the installation is not empty: {target} holds source files (a backup is restored into an empty one)",
         "the installation is not empty: it has relevance rules",
@@ -178,7 +187,7 @@ def test_a_hostile_or_broken_backup_is_refused_whole_and_nothing_is_written(tmp_
     database, sources = installation(tmp_path / "a")
     exported = hostile(export(database, sources), **change)
     target_db, target = installation(tmp_path / "b")
-    plan = backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {})
+    plan = backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {}, refused_new_source)
     assert any(problem in line for line in plan.problems), plan.problems
     assert list(backup.plan_text(plan, applied=False))[0] == "Nothing was restored: the backup cannot be restored here:"
     with pytest.raises(backup.BackupError):
@@ -220,11 +229,14 @@ def test_files_outside_the_sources_folder_and_keys_are_left_out(tmp_path: Path) 
 # --- the hostile review's findings (each failed on the first version) ----------------------------
 
 
-def plan_of(tmp_path: Path, sources: dict[str, Any], **changes: Any) -> tuple[backup.RestorePlan, Database, Path]:
+def plan_of(
+    tmp_path: Path, sources: dict[str, Any], trusted: bool = False, **changes: Any
+) -> tuple[backup.RestorePlan, Database, Path]:
     database, folder = installation(tmp_path / "a")
     exported = {**export(database, folder), "sources": sources, **changes}
     target_db, target = installation(tmp_path / "b")
-    return backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {}), target_db, target
+    plan = backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {}, refused_new_source, trusted)
+    return plan, target_db, target
 
 
 SEEDS = 'seeds = ["https://a.example/"]\n'
@@ -253,7 +265,7 @@ def test_a_file_the_sources_folder_holds_already_is_never_replaced(tmp_path: Pat
     target_db, target = installation(tmp_path / "b")
     (target / "client.key").write_text("the real key")
     (target / "certs").write_text("a file, not a folder")
-    plan = backup.plan_restore(exported, target_db, target, {})
+    plan = backup.plan_restore(exported, target_db, target, {}, refused_new_source)
     assert "client.key is in the sources folder already (a restore replaces no file)" in plan.problems
     assert "certs/ca.pem is in the sources folder already (a restore replaces no file)" in plan.problems
     assert (target / "client.key").read_text() == "the real key"
@@ -265,7 +277,7 @@ def test_a_file_that_cannot_be_written_undoes_the_whole_restore(tmp_path: Path) 
     exported["api_tokens"] = [{"name": "t", "token_hash": "c" * 64}]
     exported["relevance"] = {"stopwords": ["harbour"]}
     target_db, target = installation(tmp_path / "b")
-    plan = backup.plan_restore(exported, target_db, target, {})
+    plan = backup.plan_restore(exported, target_db, target, {}, refused_new_source)
     assert plan.ok, plan.problems
     (target / "a.toml").mkdir()  # made after the plan: the source file cannot be written
     with pytest.raises(backup.BackupError, match="a.toml is in the sources folder already"):
@@ -314,7 +326,86 @@ def test_a_source_naming_a_file_outside_the_sources_folder_is_refused(tmp_path: 
 
 def test_the_plan_shows_the_keys_that_load_code_or_write_files(tmp_path: Path) -> None:
     text = SEEDS + 'url_rewriter = "tests.rewriters.lowercase"\nlog_file = "/var/log/a.log"\n'
-    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text}})
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text}}, trusted=True)
     assert plan.sources == ["a (web; by hand); url_rewriter = tests.rewriters.lowercase; log_file = /var/log/a.log"], (
         plan.problems
     )
+
+
+# --- issue 91: restore checks each source as the source editor does, and names the secrets they need -------
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('type = "files"\n[files]\nroots = ["/etc/ssh"]\n[access]\npublic = true\n', "type, files"),
+        ('seeds = ["file:///etc/ssh/"]\n', "seeds: 'file:///etc/ssh/' reads this server's files"),
+        (SEEDS + 'spider_class = "tests.custom_spiders.NotImportedSpider"\n', "spider_class"),
+        (SEEDS + 'log_file = "/etc/cron.d/crawl"\n', "log_file"),
+    ],
+)
+def test_a_source_the_editor_refuses_is_refused_by_a_restore_and_named(tmp_path: Path, text: str, key: str) -> None:
+    """A backup uploaded to the backup page restored all four (the editor refuses each); now each
+    is a problem that names the source and the editor's reason, the others restored with it are
+    not, and nothing is loaded (the loader imports what a source names)."""
+    plan, target_db, target = plan_of(tmp_path, {"a": {"a.toml": text}, "b": {"b.toml": SEEDS}})
+    assert plan.problems == [f"source a: refused, as the source editor refuses it: {refused_new_source(text)}"], plan.problems
+    assert key in plan.problems[0]
+    assert plan.sources == ["b (web; by hand)"]  # b is valid: loaded, and not refused
+    lines = list(backup.plan_text(plan, applied=False))
+    assert lines[0] == "Nothing was restored: the backup cannot be restored here:" and "--trust-sources" in lines[-1]
+    with pytest.raises(backup.BackupError):
+        backup.apply_restore(plan, target_db, target)
+    assert not any(target.iterdir())
+
+
+def test_the_servers_administrator_restores_a_source_the_editor_refuses_and_the_plan_says_so(tmp_path: Path) -> None:
+    text = SEEDS + 'log_file = "crawl.log"\n'
+    plan, target_db, target = plan_of(tmp_path, {"a": {"a.toml": text}}, trusted=True)
+    assert plan.ok, plan.problems
+    assert f"restored though the source editor refuses it: a: {refused_new_source(text)}" in plan.lines()
+    backup.apply_restore(plan, target_db, target)
+    assert (target / "a.toml").read_text() == text
+
+
+AUTHENTICATED = """seeds = ["https://intranet.example/"]
+[access]
+public = true
+[[auth]]
+origins = ["https://intranet.example"]
+type = "basic"
+user = "crawler"
+secret = "INTRANET_PASSWORD"
+[proxy]
+url = "http://proxy.example:3128"
+user = "crawler"
+secret = "PROXY_PASSWORD"
+"""
+
+
+def test_the_plan_names_the_secrets_each_restored_source_names(tmp_path: Path) -> None:
+    """The plan named the notification secrets to set, not the sources' (a restored crawl then
+    stopped on its first request: the secret INTRANET_PASSWORD ... is not set)."""
+    other = AUTHENTICATED.split("[proxy]")[0].replace("intranet.example", "wiki.example")  # one secret of a's
+    plan, _db, _target = plan_of(
+        tmp_path,
+        {"a": {"a.toml": AUTHENTICATED}, "b": {"b.toml": other}},
+        trusted=True,
+        secrets_set=["SEARCHCRAWL_SMTP_PASSWORD"],
+    )
+    assert plan.ok, plan.problems
+    secrets = [line for line in plan.lines() if line.startswith("secret to set")]
+    assert secrets == [
+        "secret to set in the environment: SEARCHCRAWL_SMTP_PASSWORD",
+        "secret to set in the environment for a, b: INTRANET_PASSWORD",
+        "secret to set in the environment for a: PROXY_PASSWORD",
+    ]
+
+
+def test_a_sources_secrets_are_the_names_its_secret_keys_hold() -> None:
+    text = (
+        AUTHENTICATED
+        + '[tls]\nclient_key_secret = "KEY_PASS"\n[imap]\npassword_secret = "MAIL_PASSWORD"\nsecret = "not a name"\n'
+    )
+    assert backup.source_secrets(text) == ["INTRANET_PASSWORD", "KEY_PASS", "MAIL_PASSWORD", "PROXY_PASSWORD"]
+    assert backup.source_secrets("not [toml") == [] == backup.source_secrets("[" * 10_000)

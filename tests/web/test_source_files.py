@@ -5,14 +5,18 @@ delete; hostile names; the scratch folder of an unsaved source."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from searchcrawl.web import source_files
 from searchcrawl.web.source_files import (
     SourceFileError,
     SourceFolder,
+    TestCrawls,
     changes,
     guarded_change,
     scratch_sources,
@@ -20,6 +24,7 @@ from searchcrawl.web.source_files import (
     unified_diff,
     valid_name,
 )
+from tests.conftest import wait_for
 
 GOOD = '# the intranet\nseeds = ["https://intranet.example/"]\nseed_files = ["lists/more.txt"]\nmax_depth = 3\n'
 
@@ -139,3 +144,64 @@ def test_a_seed_of_this_servers_files_is_not_added_in_the_browser() -> None:
 
 def test_a_name_with_a_trailing_newline_is_no_source_name() -> None:
     assert not valid_name("intranet\n") and valid_name("intranet")
+
+
+# --- issue 91: a test crawl runs in the background, its page saying what it does ------------------
+
+
+class Held:
+    """A test crawl's work that goes on only when the test says so: crawling, then reporting."""
+
+    def __init__(self, result: tuple[bool, str] = (True, "new 5")) -> None:
+        self.result = result
+        self.crawled, self.reported = threading.Event(), threading.Event()
+
+    def __call__(self, phase: Callable[[str], None]) -> tuple[bool, str]:
+        assert self.crawled.wait(30)
+        phase(source_files.REPORTING)
+        assert self.reported.wait(30)
+        return self.result
+
+
+def test_a_test_crawl_runs_in_the_background_and_says_what_it_does() -> None:
+    """The editor's test crawl held the page for about 20 s with nothing shown: now the form is
+    answered at once, and the crawl's page says what it does, then shows its report."""
+    crawls = TestCrawls()
+    work = Held()
+    page = {"name": "intranet", "text": GOOD, "read": "", "url": ""}
+    crawl = crawls.start("session-a", page, work)
+    assert crawl is not None and crawls.of("session-a") is crawl and crawls.of("session-b") is None
+    wait_for(lambda: crawl.phase == source_files.CRAWLING, what="crawling")
+    assert crawl.result is None and crawl.page == page and crawl.page is not page
+    assert crawls.start("session-a", page, Held()) is None  # one at a time for a session: its page shows it
+    work.crawled.set()
+    wait_for(lambda: crawl.phase == source_files.REPORTING, what="reporting")
+    work.reported.set()
+    wait_for(lambda: crawl.result is not None, what="the result")
+    assert crawl.result == (True, "new 5") and crawl.seconds() >= 0
+    again = crawls.start("session-a", page, Held())  # done: a new one replaces it
+    assert again is not None and again is not crawl and crawls.of("session-a") is again
+
+
+def test_test_crawls_wait_for_a_free_slot_and_a_failure_is_said() -> None:
+    crawls = TestCrawls(at_once=1, kept=-1)
+    first, second = Held(), Held()
+    running = crawls.start("a", {"name": "a"}, first)
+    waiting = crawls.start("b", {"name": "b"}, second)
+    assert running is not None and waiting is not None
+    wait_for(lambda: running.phase == source_files.CRAWLING, what="the first crawling")
+    assert waiting.phase == source_files.WAITING  # its page says it waits for another
+    first.crawled.set()
+    first.reported.set()
+    wait_for(lambda: waiting.phase == source_files.CRAWLING, what="the second crawling")
+
+    def broken(phase: Callable[[str], None]) -> tuple[bool, str]:
+        raise RuntimeError("no such thing")
+
+    failed = crawls.start("c", {"name": "c"}, broken)
+    second.crawled.set()
+    second.reported.set()
+    assert failed is not None
+    wait_for(lambda: failed.result is not None, what="the failure")
+    assert failed.result == (False, "the test crawl failed: RuntimeError")
+    assert crawls.of("c") is None  # its result expired (kept=-1: at once)
