@@ -56,6 +56,7 @@ class Known:
     last_fetched: datetime | None = None
     duplicate_of: str | None = None  # the URL it duplicates, while its status is 'duplicate'
     failures: int = 0  # its consecutive failing crawls (a sitemap's lastmod spares none of them)
+    status: int | None = None  # its status: a navigation page out of the index is asked conditionally too
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Known:
@@ -69,6 +70,7 @@ class Known:
             row.get("last_fetched"),
             row.get("duplicate_of") if duplicate else None,
             row.get("failures") or 0,
+            row.get("status"),
         )
 
 
