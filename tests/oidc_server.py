@@ -57,8 +57,11 @@ def install() -> Path:
 
 
 class OidcProvider:
-    def __init__(self, redirect_uris: list[str]) -> None:
+    def __init__(self, redirect_uris: list[str], conform: bool = False) -> None:
+        """``conform``: the ID token holds ``sub`` alone, the profile's claims (the user's name,
+        groups) are given at the userinfo endpoint (oidc-provider's default)."""
         self.redirect_uris = redirect_uris
+        self.conform = conform
         self.client_id = "searchcrawl-tests"
         self.client_secret = "client-secret-for-tests-" + hashlib.sha256(str(id(self)).encode()).hexdigest()[:12]
         self.port = free_port()
@@ -76,6 +79,7 @@ class OidcProvider:
             self.client_secret,
             ",".join(self.redirect_uris),
             json.dumps(ACCOUNTS),
+            "conform" if self.conform else "",
         ]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT)

@@ -47,6 +47,12 @@ class Unsent(IgnoreRequest):
     again as the run closes, for the resumed run to fetch."""
 
 
+class SessionHeld(Exception):
+    """Not an error: a page request reached the form login's gate while its origin logs in again,
+    or with a session older than the newest (crawl/middlewares/form_login.py);
+    FormLoginMiddleware sends it again after the login. Nothing went out: no network failure."""
+
+
 class NotIndexed(DropItem):
     """A pipeline keeps a fetched document out of the index: ``outcome`` says why."""
 

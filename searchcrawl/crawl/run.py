@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from scrapy.exceptions import IgnoreRequest
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.python import global_object_name
 
+from searchcrawl.crawl.exceptions import SessionHeld
 from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState
 
@@ -98,6 +101,35 @@ FAILURE_STATS = {  # issue 60: the source page's chart of failures by kind, from
     "login refused": ("searchcrawl/auth_refused",),
     "Solr refused": ("searchcrawl/solr_refused",),
 }
+EXCEPTION_TYPE_STAT = "downloader/exception_type_count/"
+# What a downloader middleware raises to keep a request from the network on purpose: Scrapy's
+# DownloaderStats counts it among the download exceptions all the same (issue 91: a crawl with no
+# network error showed "network 77", its requests held while a form login ran). A refusal by a
+# rule (IgnoreRequest, RequestRefused, Unsent) or a request held for a login is no network failure.
+HELD_BACK: tuple[type[BaseException], ...] = (IgnoreRequest, SessionHeld)
+
+
+def held_back_names() -> frozenset[str]:
+    """The names Scrapy's stats give the exceptions of HELD_BACK and of their subclasses."""
+    found: set[str] = set()
+    kinds = list(HELD_BACK)
+    while kinds:
+        kind = kinds.pop()
+        found.add(global_object_name(kind))
+        kinds.extend(kind.__subclasses__())
+    return frozenset(found)
+
+
+def network_failures(stats: Mapping[str, Any]) -> int:
+    """The download exceptions of the stats that are failures of the network (no response): all
+    of them (``downloader/exception_count``) but those a middleware raised on purpose (HELD_BACK)."""
+    held = held_back_names()
+    kept_back = sum(
+        value
+        for key, value in stats.items()
+        if key.startswith(EXCEPTION_TYPE_STAT) and key.removeprefix(EXCEPTION_TYPE_STAT) in held and isinstance(value, int)
+    )
+    return max(0, int(stats.get("downloader/exception_count") or 0) - kept_back)
 
 
 def failure_counts(stats: Mapping[str, Any]) -> dict[str, int]:
@@ -111,7 +143,7 @@ def failure_counts(stats: Mapping[str, Any]) -> dict[str, int]:
             if label in FAILURE_CLASSES:
                 counts[label] = counts.get(label, 0) + value
     for kind, keys in FAILURE_STATS.items():
-        value = sum(stats.get(key) or 0 for key in keys)
+        value = network_failures(stats) if kind == "network" else sum(stats.get(key) or 0 for key in keys)
         if isinstance(value, int) and value:
             counts[kind] = value
     return {kind: count for kind, count in sorted(counts.items()) if count}

@@ -515,7 +515,7 @@ class SourceSpider(Spider):
         """A PDF, office or other file: its document for the converters (AttributesPipeline), no
         links followed out of it; or, of a type not read, its outcome."""
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
-        if self.kept_out_as_navigation(response.url, depth, record.get("via")):
+        if self.kept_out_as_navigation(response.url, depth, **record):
             return
         if tika_configured(self.crawler.settings) or detect_kind(response.body, mimetype, file_name) is not None:
             yield self.document(response, depth, headers, record, body=response.body)
@@ -527,7 +527,13 @@ class SourceSpider(Spider):
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
         """Yield the document's item and the requests for its links, as its robots directives allow."""
         previous = response.meta.get(PREVIOUS)
-        navigation = self.kept_out_as_navigation(response.url, depth, redirected_from(response.meta, response.url))
+        navigation = self.kept_out_as_navigation(
+            response.url,
+            depth,
+            redirected_from(response.meta, response.url),
+            last_modified=headers.get("last-modified"),
+            etag=headers.get("etag"),
+        )
         if mimetype_of(headers.get("content-type")) == "text/plain":
             if not navigation:
                 yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
@@ -557,15 +563,16 @@ class SourceSpider(Spider):
             if request is not None:
                 yield request
 
-    def kept_out_as_navigation(self, url: str, depth: int, via: str | None) -> bool:
+    def kept_out_as_navigation(self, url: str, depth: int, via: str | None = None, **columns: Any) -> bool:
         """Whether ``url`` is a navigation page or a copy (the source's ``navigation_pages``,
-        rules/navigation_pages.py): then reported as kept out of the index (917)."""
+        rules/navigation_pages.py): then reported as kept out of the index (917), with what its
+        fetch learned (``columns``: its validators, which the next crawl's conditional GET sends;
+        none from a 304, whose row keeps those it was asked with)."""
         pattern = navigation_pattern(url, self.source.settings.navigation_pages)
         if pattern is None:
             return False
-        self.report(
-            url, Event.GONE, Status.NAVIGATION_PAGE, f"navigation page or copy (navigation_pages: {pattern})", depth, via=via
-        )
+        reason = f"navigation page or copy (navigation_pages: {pattern})"
+        self.report(url, Event.GONE, Status.NAVIGATION_PAGE, reason, depth, via=via, **columns)
         logger.debug("Not indexed (navigation page, %s): %s", pattern, url)
         return True
 

@@ -11,6 +11,10 @@ help page) and Sphinx's (the ``_sources/`` copies of every page's source text, t
 module indexes). ``navigation_pages = []`` indexes them all. A matching page is fetched, its links
 followed (a Javadoc site is reached through them), and it is not indexed: status 917, as a robots
 ``noindex`` page. The crawl and `scrapy explain` decide it here alike.
+
+Such a page keeps its validators like an indexed one (issue 91): a maintenance crawl asks it
+conditionally while it is still one (``revalidated``), and a 304 keeps it out as before. Without
+them, a Javadoc site's maintenance crawl fetched its 4,459 navigation pages whole every time.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
+
+from searchcrawl.rules.status_codes import Status
 
 DEFAULT: tuple[str, ...] = (
     # Javadoc
@@ -65,3 +71,12 @@ def navigation_pattern(url: str, patterns: Sequence[str] | None) -> str | None:
         if fnmatchcase(path, pattern):
             return pattern
     return None
+
+
+def revalidated(url: str, status: int | None, patterns: Sequence[str] | None) -> bool:
+    """Whether a page out of the index (its row's ``status``) may be asked conditionally: one kept
+    out as a navigation page (917) that the rules (``patterns``) still keep out. A 304 then says
+    all a fetch would: the same page, kept out, its links the ones the document table knows (a
+    maintenance crawl queues them all). One the rules no longer keep out is fetched whole, to be
+    indexed."""
+    return status == Status.NAVIGATION_PAGE and navigation_pattern(url, patterns) is not None

@@ -60,6 +60,21 @@ class OncePer:
 
 
 BOOSTS_REFUSED_LOG = OncePer(60)
+# a search that Solr refused or did not answer: every search of a broken index fails alike
+SEARCH_FAILED_LOG = OncePer(60)
+LOGGED_QUERY_CHARS = 100  # of a searcher's query in a log line
+LOGGED_REASON_CHARS = 300  # of Solr's message, which may repeat the query
+
+
+def log_failed_search(where: str, query: str, error: IndexingError) -> None:
+    """A search (``where``: the page's, the API's) that failed on Solr: at WARNING at most once a
+    minute, its query and Solr's message cut short (20 refused searches logged 20 lines of 1,197
+    characters); the others at DEBUG."""
+    level = logging.WARNING if SEARCH_FAILED_LOG() else logging.DEBUG
+    reason = error.reason[:LOGGED_REASON_CHARS]
+    logger.log(level, "%s %r failed (logged once a minute): %s", where, query[:LOGGED_QUERY_CHARS], reason)
+
+
 VECTOR_FIELD = re.compile(r"m[0-9a-f]{10}_v[0-9]{1,4}")  # embedders.field_name's
 
 

@@ -24,20 +24,24 @@ import hashlib
 import importlib
 import logging
 import os
+import random
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from searchcrawl.system.resources import package_dir
 
 _migrate_lock = threading.Lock()
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class SchemaOutdated(Exception):
@@ -68,6 +72,37 @@ def as_utc(moment: datetime | None) -> datetime | None:
     if moment is not None and moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment
+
+
+# PostgreSQL's answer to two transactions waiting on each other's rows: it aborts one of them
+# (SQLSTATE 40P01, deadlock_detected). Two nodes queueing overlapping links lock their rows in the
+# order each page lists them (issue 91: a page's links lost, 8,813 of 8,814 pages indexed).
+DEADLOCK_DETECTED = "40P01"
+DEADLOCK_ATTEMPTS = 5
+DEADLOCK_PAUSE = 0.05  # seconds, at most, times the attempt: the other transaction commits meanwhile
+
+
+def deadlocked(error: BaseException) -> bool:
+    """Whether ``error`` is the database's deadlock_detected: the transaction was rolled back
+    whole, and running it again is safe."""
+    return getattr(getattr(error, "orig", None), "sqlstate", None) == DEADLOCK_DETECTED
+
+
+def in_transaction(engine: Engine, work: Callable[[Connection], T], attempts: int = DEADLOCK_ATTEMPTS) -> T:
+    """``work`` run in a transaction of its own on ``engine``, and run again (in a new one, after a
+    short random pause) when the database aborted it in a deadlock with another process's: what
+    two nodes of a shared crawl may run at once. ``work`` must hold nothing of an attempt but what
+    it returns. Any other error, or a deadlock on the last attempt, is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with engine.begin() as connection:
+                return work(connection)
+        except DBAPIError as exc:
+            if attempt == attempts or not deadlocked(exc):
+                raise
+            logger.debug("Deadlock with another process's transaction (attempt %d of %d): run again", attempt, attempts)
+            time.sleep(random.uniform(0, DEADLOCK_PAUSE * attempt))  # noqa: S311 - a pause, not a secret
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def dialect_insert(engine: Engine) -> Callable[..., Any]:
@@ -339,6 +374,10 @@ class Database:
                 f"the document table ({self.engine.url.render_as_string(hide_password=True)}) is {found}, "
                 f"this searchcrawl needs {head}: a crawl of any source brings it up to date"
             )
+
+    def transaction(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in a transaction of its own, run again after a deadlock (``in_transaction``)."""
+        return in_transaction(self.engine, work)
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:
         """A statement built once and run with bound parameters: on the per-page path, building

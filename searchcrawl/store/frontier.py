@@ -56,6 +56,7 @@ class Known:
     last_fetched: datetime | None = None
     duplicate_of: str | None = None  # the URL it duplicates, while its status is 'duplicate'
     failures: int = 0  # its consecutive failing crawls (a sitemap's lastmod spares none of them)
+    status: int | None = None  # its status: a navigation page out of the index is asked conditionally too
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Known:
@@ -69,6 +70,7 @@ class Known:
             row.get("last_fetched"),
             row.get("duplicate_of") if duplicate else None,
             row.get("failures") or 0,
+            row.get("status"),
         )
 
 
@@ -120,9 +122,10 @@ class Frontier:
         for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
             unique.setdefault(entry.url, entry)
         documents_insert, frontier_insert = self._inserts(again)
-        added = 0
         pending = list(unique.values())
-        with self.engine.begin() as connection:
+
+        def queue(connection: Connection) -> int:
+            added = 0
             for start in range(0, len(pending), ADD_CHUNK):
                 chunk = pending[start : start + ADD_CHUNK]
                 rows = [
@@ -161,6 +164,11 @@ class Frontier:
                 ]
                 result = connection.execute(frontier_insert, queued)
                 added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(queued)
+            return added
+
+        # two nodes queueing overlapping links lock their rows in their pages' orders: a deadlock
+        # rolls one back, and it is run again (discovery order, the rows' ids, is kept)
+        added = self.database.transaction(queue)
         self._remember(unique)
         self.additions += added
         return added
@@ -230,10 +238,11 @@ class Frontier:
             .values(state=FrontierState.LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
             .returning(frontier.c.document_id, frontier.c.depth, frontier.c.request)
         )
-        with self.engine.begin() as connection:
+
+        def take(connection: Connection) -> tuple[list[Any], dict[int, Any]]:
             leased = sorted(connection.execute(statement).all(), key=lambda row: (row.depth or 0, row.document_id))
             if not leased:
-                return []
+                return [], {}
             known = {
                 row["id"]: row
                 for row in connection.execute(
@@ -251,6 +260,11 @@ class Frontier:
                     ).where(documents.c.id.in_([row.document_id for row in leased]))
                 ).mappings()
             }
+            return leased, known
+
+        leased, known = self.database.transaction(take)
+        if not leased:
+            return []
         entries = [
             Entry(
                 known[row.document_id]["url"],
@@ -273,15 +287,17 @@ class Frontier:
         meanwhile waits, and its first leases are never taken for a dead node's. (Read in a
         transaction of their own, they missed a node that joined in between: 16 local processes
         starting together took each other's first leases back, and pages were fetched 2-3 times.)"""
-        with self.engine.begin() as connection:
+
+        def requeue(connection: Connection) -> int:
             live = runs.nodes_locked(connection, self.source, self.run_id, within, but=self.owner)
             return self._requeue(connection, keep_owners=[self.owner, *live] if keep_own else live)
+
+        return self.database.transaction(requeue)
 
     def requeue_leased(self, owner: str | None = None, expired_only: bool = False) -> int:
         """Put leased URLs back in the queue: one owner's (a process that stops), or those whose
         lease expired (a dead node's)."""
-        with self.engine.begin() as connection:
-            return self._requeue(connection, owner, expired_only)
+        return self.database.transaction(lambda connection: self._requeue(connection, owner, expired_only))
 
     def _requeue(
         self, connection: Connection, owner: str | None = None, expired_only: bool = False, keep_owners: Sequence[str] = ()
@@ -311,13 +327,12 @@ class Frontier:
     def renew(self) -> int:
         """Extend this owner's leases: work in flight (or waiting in its buffer) is not expired
         and handed to another node while this one is alive. Returns how many were renewed."""
-        with self.engine.begin() as connection:
-            result = connection.execute(
-                update(frontier)
-                .where(*self._mine(FrontierState.LEASED), frontier.c.lease_owner == self.owner)
-                .values(lease_expires=now() + self.lease_duration)
-            )
-        return result.rowcount or 0
+        statement = (
+            update(frontier)
+            .where(*self._mine(FrontierState.LEASED), frontier.c.lease_owner == self.owner)
+            .values(lease_expires=now() + self.lease_duration)
+        )
+        return self.database.transaction(lambda connection: connection.execute(statement).rowcount or 0)
 
     def present(self) -> set[FrontierState]:
         """Which of the frontier's states (queued, leased, done) at least one URL of this run is in:

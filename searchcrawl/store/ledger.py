@@ -203,8 +203,7 @@ class Ledger:
         changed the row in between (the Solr push marking it indexed), it is read and decided
         again, so neither write is lost."""
         for _attempt in range(ATTEMPTS):
-            with self.table.engine.begin() as connection:
-                written = self._record(connection, url, outcome)
+            written = self.table.database.transaction(lambda connection: self._record(connection, url, outcome))
             if written is not False:
                 return written
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
@@ -221,9 +220,10 @@ class Ledger:
         if len(outcomes) == 1:
             url, outcome = outcomes[0]
             return [self.record(url, outcome)]
-        try:
-            with self.table.engine.begin() as connection:
-                return [self._record_within(connection, url, outcome) for url, outcome in outcomes]
+        try:  # a deadlock with another node's batch is run again first (Database.transaction)
+            return self.table.database.transaction(
+                lambda connection: [self._record_within(connection, url, outcome) for url, outcome in outcomes]
+            )
         except Exception as exc:  # noqa: BLE001 - each outcome again alone, below
             logger.warning("A batch of %d outcomes failed (%s): recorded one at a time", len(outcomes), exc)
         states: list[State | None] = []
@@ -454,8 +454,11 @@ class Ledger:
             )
         if inserted:
             database = self.table.database
-            with database.single.connect() if len(inserted) == 1 else database.engine.begin() as connection:
-                records.insert_new(database, connection, inserted)
+            if len(inserted) == 1:
+                with database.single.connect() as connection:
+                    records.insert_new(database, connection, inserted)
+            else:  # two nodes meeting the same excluded links insert them in their pages' orders
+                database.transaction(lambda connection: records.insert_new(database, connection, inserted))
 
     def record_found(self, pages: Iterable[Sequence[tuple[str, str | None, str | None]]]) -> int:
         """Documents Solr holds under the source while the table knows nothing of it, a page at a
@@ -491,8 +494,8 @@ class Ledger:
         """These URLs were linked (or listed, or are seeds) in the current run: not orphans."""
         if self.table.run_id is None or not urls:
             return
-        with self.table.engine.begin() as connection:
-            records.set_linked(connection, self.source, urls, self.table.run_id)
+        run_id = self.table.run_id
+        self.table.database.transaction(lambda connection: records.set_linked(connection, self.source, urls, run_id))
 
     # --- Solr's answers ---------------------------------------------------------------------
 
@@ -501,8 +504,9 @@ class Ledger:
         Returns the URLs whose row still had that checksum: a document re-cached with new
         content while the old one was being pushed stays pending."""
         before, after = _bulk(Event.INDEXED)
-        with self.table.engine.begin() as connection:
-            return records.set_indexed(connection, self.source, acknowledged, before, after, now())
+        return self.table.database.transaction(
+            lambda connection: records.set_indexed(connection, self.source, acknowledged, before, after, now())
+        )
 
     def mark_refused(self, refused: Sequence[tuple[str, str, str]]) -> None:
         """Solr refused these (url, checksum, reason): each pending one still of that content gets
@@ -516,8 +520,7 @@ class Ledger:
     def mark_removed(self, urls: Sequence[str]) -> None:
         """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""
         before, after = _bulk(Event.REMOVED)
-        with self.table.engine.begin() as connection:
-            records.set_removed(connection, self.source, urls, before, after)
+        self.table.database.transaction(lambda connection: records.set_removed(connection, self.source, urls, before, after))
 
     # --- the run's start and end ------------------------------------------------------------
 

@@ -4,10 +4,11 @@ Ledger (ledger.py ``plan_maintenance``, rules/ledger_rules.py ``plan_step``)."""
 
 from __future__ import annotations
 
+import functools
 from array import array
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from searchcrawl.store.columns import WITH_REDIRECT
 from searchcrawl.store.database import Database
@@ -46,24 +47,29 @@ def plan_batch(database: Database, source: str, after: int, limit: int) -> list[
 
 def queue_planned(database: Database, run_id: int, queue: array[int]) -> int:
     """Queue a batch of the plan's documents (by id) in run ``run_id``, in one transaction.
-    Returns how many were queued."""
+    Returns how many were queued; a deadlock with a node queueing links meanwhile runs it again
+    (``Database.transaction``)."""
+    return database.transaction(functools.partial(_queue_planned, database, run_id, queue))
+
+
+def _queue_planned(database: Database, run_id: int, queue: array[int], connection: Connection) -> int:
+    """``queue_planned`` in the transaction of ``connection``."""
     queued = 0
-    with database.engine.begin() as connection:
-        if database.engine.dialect.name == "postgresql":
-            # by the primary key, 500 ids at a time: the planner read the whole source for
-            # each 500 while the table's statistics were stale or it was small (issue 58:
-            # 20,000 rows each at 20,000 URLs); the transaction holds nothing else
-            connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        for start in range(0, len(queue), 500):
-            # a node that joined the run meanwhile (a fleet's, processes = N) may have queued,
-            # leased or fetched it in this run: it keeps its place, and its fetch is not
-            # repeated; request data of an earlier run (a redirect chain, a render) does not carry over
-            queued += queue_documents(
-                database,
-                connection,
-                run_id,
-                documents.c.id.in_(queue[start : start + 500].tolist()),
-                new_in_run=True,
-                drop_request=True,
-            )
+    if database.engine.dialect.name == "postgresql":
+        # by the primary key, 500 ids at a time: the planner read the whole source for
+        # each 500 while the table's statistics were stale or it was small (issue 58:
+        # 20,000 rows each at 20,000 URLs); the transaction holds nothing else
+        connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+    for start in range(0, len(queue), 500):
+        # a node that joined the run meanwhile (a fleet's, processes = N) may have queued,
+        # leased or fetched it in this run: it keeps its place, and its fetch is not
+        # repeated; request data of an earlier run (a redirect chain, a render) does not carry over
+        queued += queue_documents(
+            database,
+            connection,
+            run_id,
+            documents.c.id.in_(queue[start : start + 500].tolist()),
+            new_in_run=True,
+            drop_request=True,
+        )
     return queued

@@ -303,19 +303,26 @@ def write_spared(
     """Finish (``finished``: the entry's done values) in run ``run_id`` the entries of ``writes``
     (document id -> values) still queued, and write those documents' values, in one transaction:
     an entry leased between the read and this write keeps its request. A row that left the index
-    meanwhile rolls the whole batch back (ChangedMeanwhile). Returns the ids written."""
-    with database.engine.begin() as connection:
-        done = finish_queued(database, connection, run_id, list(writes), finished)
-        by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        for document_id in done:
-            values = writes[document_id]
-            by_columns.setdefault(tuple(values), []).append(
-                {"w_id": document_id, **{f"v_{column}": value for column, value in values.items()}}
-            )
-        written = 0
-        for columns, parameters in by_columns.items():
-            statement = database.statement(("spared", columns), functools.partial(_spared_update, columns))
-            written += connection.execute(statement, parameters).rowcount
-        if database.engine.dialect.supports_sane_multi_rowcount and written != len(done):
-            raise ChangedMeanwhile
+    meanwhile rolls the whole batch back (ChangedMeanwhile). Returns the ids written; a deadlock
+    with another node's transaction runs it again (``Database.transaction``)."""
+    return database.transaction(functools.partial(_write_spared, database, run_id, writes, finished))
+
+
+def _write_spared(
+    database: Database, run_id: int, writes: Mapping[int, Mapping[str, Any]], finished: Mapping[str, Any], connection: Connection
+) -> set[int]:
+    """``write_spared`` in the transaction of ``connection``."""
+    done = finish_queued(database, connection, run_id, list(writes), finished)
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for document_id in done:
+        values = writes[document_id]
+        by_columns.setdefault(tuple(values), []).append(
+            {"w_id": document_id, **{f"v_{column}": value for column, value in values.items()}}
+        )
+    written = 0
+    for columns, parameters in by_columns.items():
+        statement = database.statement(("spared", columns), functools.partial(_spared_update, columns))
+        written += connection.execute(statement, parameters).rowcount
+    if database.engine.dialect.supports_sane_multi_rowcount and written != len(done):
+        raise ChangedMeanwhile
     return done

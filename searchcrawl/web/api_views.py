@@ -13,7 +13,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
@@ -82,7 +82,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
             run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules, None, ctx.semantic
         )
     except IndexingError as exc:
-        logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
+        log_failed_search("API search", query.q, exc)
         return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
     completions: list[suggestions.Suggestion] = []
     if ctx.config.suggestions and query.q:

@@ -10,7 +10,8 @@ answer is taken only for that browser's pending login, its code exchanged (authl
 client, the client's secret from the secrets mechanism: SEARCHCRAWL_OIDC_CLIENT_SECRET or _FILE),
 and its ID token checked before anything of it is believed (joserfc: the signature by the
 provider's published keys, the issuer, this client as its audience, the nonce, its time). The
-user is the token's ``user_claim``; their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
+user is the token's ``user_claim`` (read from the userinfo endpoint, of the token's subject, when
+the token lacks it or ``groups_claim``: providers that follow the standard put them there alone); their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
 without a directory or with ``principals = "token"``, ``user:NAME`` and a ``group:`` for each value
 of the token's ``groups_claim``: the same principals as every other sign-in.
 """
@@ -91,10 +92,10 @@ class OidcClient:
             self._discovery = document
         return self._discovery
 
-    def _get_json(self, url: str) -> dict[str, Any]:
+    def _get_json(self, url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
         """A JSON document of the provider's, bounded (MAX_DOCUMENT_BYTES), no redirect."""
         try:
-            with requests.get(url, timeout=TIMEOUT, allow_redirects=False, stream=True) as answer:
+            with requests.get(url, headers=headers, timeout=TIMEOUT, allow_redirects=False, stream=True) as answer:
                 answer.raise_for_status()
                 data = answer.raw.read(MAX_DOCUMENT_BYTES + 1, decode_content=True)
             if len(data) > MAX_DOCUMENT_BYTES:
@@ -161,9 +162,26 @@ class OidcClient:
         except Exception as exc:  # noqa: BLE001 - authlib raises its own and requests' errors
             raise SignOnError(N_("the code was not exchanged: %(error)s"), error=type(exc).__name__) from None
         claims = self.id_token_claims(str(token.get("id_token") or ""), pending.nonce)
+        if self.config.user_claim not in claims or self.config.groups_claim not in claims:
+            # a provider that follows the standard puts the profile's claims in its userinfo
+            # alone (oidc-provider's default conformIdTokenClaims); what the token says wins
+            claims = {**self.userinfo_claims(str(token.get("access_token") or ""), claims["sub"]), **claims}
         user = check_user(claims.get(self.config.user_claim), self.config.user_claim)
         groups, partial = group_names(claims.get(self.config.groups_claim))
         return SignedOn(user, groups, pending.purpose, pending.back, partial)
+
+    def userinfo_claims(self, access_token: str, subject: str) -> dict[str, Any]:
+        """The claims of the provider's userinfo endpoint (none without an endpoint or an access
+        token), read with the access token; they are believed only of the ID token's subject
+        (OpenID Connect Core 5.3.2: another ``sub`` is refused, never merged)."""
+        endpoint = self.discovery().get("userinfo_endpoint")
+        if not isinstance(endpoint, str) or not endpoint or not access_token:
+            return {}
+        claims = self._get_json(endpoint, {"Authorization": f"Bearer {access_token}", "Accept": "application/json"})
+        if claims.get("sub") != subject:
+            raise SignOnError(N_("the provider's userinfo is of another user than its ID token"))
+        logger.debug("OpenID Connect: the claims the ID token lacks read from the userinfo endpoint")
+        return claims
 
     def id_token_claims(self, id_token: str, nonce: str) -> dict[str, Any]:
         """The ID token's claims, once its signature (the provider's published keys), issuer,

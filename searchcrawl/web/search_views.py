@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
@@ -73,7 +73,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
         )
         found = await answer_of(ctx, request, query, searcher.principals)
     except IndexingError as exc:
-        logger.warning("Search %r failed: %s", query.q, exc.reason)
+        log_failed_search("Search", query.q, exc)
         failed = render_search(
             ctx, request, 503, page=None, query=query, searcher=searcher, error=_("The index cannot be searched now.")
         )

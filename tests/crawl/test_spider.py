@@ -211,6 +211,29 @@ def test_a_navigation_page_is_kept_out_with_its_links_followed_and_a_copy_too(cr
     assert len(split(list(everything.parse(html("http://h.test/api/class-use/Injector.html"))))[0]) == 1
 
 
+def test_a_navigation_page_keeps_its_validators_and_its_304_keeps_it_out(crawler_of) -> None:
+    """Issue 91: a navigation page's row kept no validators, and every maintenance crawl fetched
+    it whole (4,459 pages of a Javadoc site). Its fetch's validators are recorded with its 917;
+    a 304 keeps it out with the validators it was asked with (none recorded over them)."""
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    url, file_url = "http://h.test/api/class-use/Injector.html", "http://h.test/api/class-use/Injector.pdf"
+    validators = {"Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT", "ETag": '"v1"'}
+    assert len(split(list(spider.parse(html(url, **validators))))[1]) == 6  # its links followed
+    pdf = Response(
+        file_url, body=b"%PDF-1.4", headers={"Content-Type": "application/pdf", **validators}, request=request(file_url)
+    )
+    assert list(spider.parse(pdf)) == []
+    previous = {PREVIOUS: {"checksum": None, "last_modified": validators["Last-Modified"], "state": "fetched"}}
+    assert list(spider.parse(HtmlResponse(url, status=304, body=b"", request=request(url, 1, **previous)))) == []
+    (page, _), (pdf_file, _), (not_modified, _) = [(o.columns, o) for _url, o in reports.seen]
+    assert (page["last_modified"], page["etag"]) == (validators["Last-Modified"], validators["ETag"])
+    assert (pdf_file["last_modified"], pdf_file["etag"]) == (validators["Last-Modified"], validators["ETag"])
+    assert "last_modified" not in not_modified and "etag" not in not_modified
+    assert {o.status for _url, o in reports.seen} == {Status.NAVIGATION_PAGE}
+
+
 def test_a_plain_text_document(crawler_of) -> None:
     spider = spider_of(crawler_of())
     url = "http://h.test/notes.txt"

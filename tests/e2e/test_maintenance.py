@@ -14,6 +14,7 @@ import pytest
 
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.runs import Runs
+from tests.conftest import not_found_probe
 
 KINDS = ("lm", "etag", "plain")  # Last-Modified (If-Modified-Since), ETag (If-None-Match), no validator
 
@@ -242,6 +243,42 @@ def test_orphans_are_kept_or_deleted(project, serve, tmp_path, solr) -> None:
     assert set(versions(solr, name)) == {site.url + p for p in ("index.html", "a.html", "b.html")}
     row = project.table().get(name, site.url + "c.html")
     assert (row["state"], row["status"], row["reason"]) == ("removed", Status.ORPHAN, "no longer linked")
+
+
+def test_an_unchanged_sites_recrawl_is_answered_304_throughout_navigation_pages_included(project, serve, tmp_path, solr) -> None:
+    """Issue 91: a held-back Javadoc site's maintenance crawl got 4,538 answers 200 of 8,851, its
+    navigation pages (917, kept out of the index) requested without validators every time. They
+    keep theirs now: an unchanged site is answered 304 throughout, and a page reached only
+    through a navigation page is still checked (the maintenance plan queues every known URL)."""
+    root = tmp_path / "javadoc"
+    write(root / "index.html", page("API", "the overview", ["/api/overview-tree.html", "/api/Injector.html"]))
+    write(root / "api" / "overview-tree.html", page("Hierarchy", "the class tree", ["/api/class-use/Injector.html"]))
+    write(root / "api" / "class-use" / "Injector.html", page("Uses of Injector", "uses", ["/api/Module.html"]))
+    write(root / "api" / "Injector.html", page("Injector", "builds the object graph"))
+    write(root / "api" / "Module.html", page("Module", "contributes bindings, linked from a class-use page only"))
+    site = serve(root)
+    name = f"javadoc-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    navigation = {"/api/overview-tree.html", "/api/class-use/Injector.html"}
+    indexed = {site.url + path.lstrip("/") for path in ("/index.html", "/api/Injector.html", "/api/Module.html")}
+    before = versions(solr, name)
+    assert set(before) == indexed
+    site.requests.clear()
+    site.conditional.clear()
+
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    pages = {path for path in site.paths() if path.endswith(".html") and not not_found_probe(path)}
+    assert pages == navigation | {"/index.html", "/api/Injector.html", "/api/Module.html"}
+    assert set(site.conditional) >= pages  # every page asked conditionally: the server answered 304
+    assert report(project, name)["counts"]["not_modified"] == 3
+    table = project.table()
+    for path in navigation:
+        row = table.get(name, site.url + path.lstrip("/"))
+        assert (row["state"], row["status"]) == ("fetched", Status.NAVIGATION_PAGE), row
+        assert row["last_modified"], row
+    assert versions(solr, name) == before  # nothing written to Solr
 
 
 def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, site, solr) -> None:

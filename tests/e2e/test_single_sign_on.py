@@ -90,6 +90,27 @@ def test_a_searcher_signs_on_and_sees_what_their_token_groups_may_read(
     assert titles(TestClient(app, base_url="http://127.0.0.1").get("/", params={"q": word, "source": source}).text) == {"public"}
 
 
+def test_a_provider_giving_the_claims_at_its_userinfo_endpoint_alone_signs_searchers_on(
+    project: Project, solr: pysolr.Solr
+) -> None:
+    """Issue 91: a provider that follows the standard (oidc-provider's default
+    ``conformIdTokenClaims``: an ID token of ``sub`` alone, the profile's claims at the userinfo
+    endpoint) was refused ("no preferred_username"). The claims are read there now, of the
+    token's subject: the name and the groups."""
+    source, word = corpus(solr, {"public": [PUBLIC], "finance": ["group:finance"], "hidden": ["group:hr"]})
+    provider = OidcProvider(["http://127.0.0.1/login/oidc/callback"], conform=True).start()
+    try:
+        app = create_app(web_config(project, oidc=config(provider)))
+        web = TestClient(app, base_url="http://127.0.0.1")
+        done = sign_on(web, provider, "alice")
+        assert done.status_code == 200 and 'http-equiv="refresh"' in done.text, done.text[:2000]
+        page = web.get("/", params={"q": word, "source": source}).text
+        assert "Signed in as <strong>alice</strong>" in page
+        assert titles(page) == {"public", "finance"}
+    finally:
+        provider.stop()
+
+
 def test_principals_come_from_the_directory_when_there_is_one(
     project: Project,
     solr: pysolr.Solr,

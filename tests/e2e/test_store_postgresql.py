@@ -26,6 +26,7 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
     test_migrations_match_the_models,
     test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice,
     test_run_and_frontier_states_are_stored_as_their_values,
+    test_two_nodes_queueing_overlapping_links_at_once_queue_each_once_and_lose_none,
 )
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access

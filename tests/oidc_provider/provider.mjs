@@ -1,10 +1,11 @@
 // The OpenID Connect provider of the single sign-on tests (tests/oidc_server.py starts it):
 // panva's oidc-provider with its development login (any account name of ACCOUNTS), one client,
 // PKCE required, each account's groups in its ID token (the "groups" scope).
-// Arguments: port, client_id, client_secret, redirect URI(s) comma-separated, accounts as JSON.
+// Arguments: port, client_id, client_secret, redirect URI(s) comma-separated, accounts as JSON,
+// and "conform" for the provider's default: the profile's claims at the userinfo endpoint alone.
 import Provider from 'oidc-provider';
 
-const [port, clientId, clientSecret, redirects, accountsJson] = process.argv.slice(2);
+const [port, clientId, clientSecret, redirects, accountsJson, conform] = process.argv.slice(2);
 const accounts = JSON.parse(accountsJson);
 
 const configuration = {
@@ -18,7 +19,7 @@ const configuration = {
   }],
   claims: { openid: ['sub'], profile: ['preferred_username', 'name'], groups: ['groups'] },
   scopes: ['openid', 'profile', 'groups'],
-  conformIdTokenClaims: false, // the requested claims in the ID token itself
+  conformIdTokenClaims: conform === 'conform', // false: the requested claims in the ID token itself
   pkce: { required: () => true },
   cookies: { keys: ['searchcrawl-test-provider-cookie-key'] },
   features: { devInteractions: { enabled: true } },

@@ -4,14 +4,17 @@ tests/e2e/test_store_postgresql.py)."""
 import gc
 import subprocess
 import sys
+import threading
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, select, text, update
+from sqlalchemy import Connection, func, inspect, select, text, update
+from sqlalchemy.exc import OperationalError
 
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -21,6 +24,7 @@ from searchcrawl.store.database import (
     SCHEMA_REVISION,
     alembic_head,
     create_db_engine,
+    in_transaction,
     run_migrations,
     schema_revisions,
     upgrade_schema,
@@ -536,6 +540,85 @@ def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(bac
     leased = [line for process in leasers for line in process.communicate(timeout=300)[0].splitlines()]
     assert all(process.returncode == 0 for process in leasers)
     assert len(leased) == len(urls) and set(leased) == urls
+
+
+class Deadlock(Exception):
+    """What psycopg raises for PostgreSQL's deadlock_detected: its SQLSTATE says so."""
+
+    sqlstate = "40P01"
+
+
+def test_a_transaction_aborted_in_a_deadlock_is_run_again_whole_and_nothing_else_is(tmp_path) -> None:
+    """``in_transaction``: the aborted attempt's writes are rolled back, the work runs again in a new
+    transaction; another error, or a deadlock on every attempt, is raised as it came."""
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'd.sqlite3'}")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE t (x INTEGER)"))
+    attempts: list[int] = []
+
+    def work(connection: Connection) -> int:
+        connection.execute(text("INSERT INTO t VALUES (1)"))
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise OperationalError("INSERT INTO t VALUES (1)", {}, Deadlock("deadlock detected"))
+        return len(attempts)
+
+    assert in_transaction(engine, work) == 3
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM t")).scalar() == 1  # the two aborted ones rolled back
+    attempts.clear()
+
+    def fails(error: Exception) -> Callable[[Connection], None]:
+        def work(connection: Connection) -> None:
+            attempts.append(1)
+            raise OperationalError("INSERT INTO t VALUES (1)", {}, error)
+
+        return work
+
+    with pytest.raises(OperationalError):
+        in_transaction(engine, fails(Exception("database is locked")))
+    assert len(attempts) == 1
+    attempts.clear()
+    with pytest.raises(OperationalError):
+        in_transaction(engine, fails(Deadlock("deadlock detected")), attempts=2)
+    assert len(attempts) == 2
+    engine.dispose()
+
+
+def test_two_nodes_queueing_overlapping_links_at_once_queue_each_once_and_lose_none(backend: str, tmp_path, request) -> None:
+    """Regression (issue 91): two nodes of a shared crawl on PostgreSQL queue each page's links in
+    the page's order; with the same links in other orders, each waited on rows the other had
+    written and PostgreSQL aborted one (DeadlockDetected): its page failed (925) and its links were
+    not queued. A deadlock now runs the transaction again: every link queued once, none lost."""
+    url = f"sqlite:///{tmp_path / 'o.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    source = f"overlap-{backend}-{tmp_path.name}"
+    run = Runs(Database(url)).start(source, fresh=True)
+    nodes = [Frontier(Database(url), source, run.id, f"node:{number}") for number in range(2)]
+    rounds, links = 15, 300
+    together = threading.Barrier(2)
+    added: list[int] = []
+    failures: list[BaseException] = []
+
+    def crawl(node: Frontier, order: int) -> None:
+        for round_ in range(rounds):
+            page = [Entry(f"http://h/{round_}/{number}", 1) for number in range(links)][::order]
+            together.wait(timeout=60)
+            try:
+                added.append(node.add(page))
+            except Exception as exc:  # noqa: BLE001 - the test says which
+                failures.append(exc)
+
+    threads = [threading.Thread(target=crawl, args=(node, order)) for node, order in zip(nodes, (1, -1), strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert failures == []
+    counts = nodes[0].counts()
+    with nodes[0].engine.connect() as connection:
+        rows = connection.execute(select(func.count()).select_from(documents).where(documents.c.source == source)).scalar()
+    assert (counts[FrontierState.QUEUED], rows) == (rounds * links, rounds * links)  # each URL once, none lost
+    assert sum(added) >= rounds * links
 
 
 def test_a_joining_node_takes_back_the_leases_of_nodes_gone_and_no_others(backend: str, tmp_path, request) -> None:

@@ -4,6 +4,7 @@ not one of the application's small URL-encoded forms is refused before it is rea
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import trusted_proxies
+from searchcrawl.search import searcher as searcher_module
+from searchcrawl.search.searcher import OncePer
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 from searchcrawl.web.shared import MAX_FORM_BYTES
@@ -122,3 +125,24 @@ def test_proxies_of_the_setting() -> None:
         trusted_proxies(["10.0.0.2", "*"])
     settings = Settings({"SEARCHCRAWL_WEB_PROXIES": "10.0.0.2, 10.0.0.3"})  # a string from -s or the environment
     assert trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES")) == ("10.0.0.2", "10.0.0.3")
+
+
+def test_searches_solr_fails_are_logged_once_a_minute_their_query_cut(
+    web: TestClient, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 91: every search Solr refused or did not answer logged its whole query at WARNING,
+    without a limit (20 searches, 20 lines of 1,197 characters). Now at most once a minute, as
+    the other warnings, the query cut short; the others at DEBUG."""
+    now = [0.0]
+    monkeypatch.setattr(searcher_module, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: now[0]), raising=False)
+    query = "harbour " * 150
+    with caplog.at_level(logging.DEBUG, logger="searchcrawl"):
+        for number in range(20):
+            now[0] = number * 2.0  # 20 searches in 40 s
+            assert web.get("/", params={"q": query}).status_code == 503  # Solr (port 9) does not answer
+        now[0] = 100.0
+        assert web.get("/", params={"q": query}).status_code == 503
+    failed = [record for record in caplog.records if "failed" in record.getMessage() and "harbour" in record.getMessage()]
+    warnings = [record for record in failed if record.levelno == logging.WARNING]
+    assert len(warnings) == 2 and len(failed) == 21  # at 0 s and at 100 s
+    assert all(len(record.getMessage()) < 500 for record in failed)

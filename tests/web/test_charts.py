@@ -168,3 +168,21 @@ def test_failures_by_kind_from_the_crawl_stats() -> None:
     }
     assert failure_counts(stats) == {"4xx": 4, "5xx": 2, "Solr refused": 1, "network": 4}
     assert failure_counts({"downloader/response_status_count/200": 5}) == {}
+
+
+def test_requests_held_for_a_login_or_refused_by_a_rule_are_no_network_failures() -> None:
+    """Issue 91: a crawl with no network error showed "network 77" (`scrapy status`, the source's
+    chart): Scrapy's DownloaderStats counts every exception a downloader middleware raises, the
+    form login's gate holding a request while the origin logs in, a rule's refusal and a request
+    given back as the crawl closes among them. Only what is left are the network's failures."""
+    held = "downloader/exception_type_count/searchcrawl.crawl.exceptions.SessionHeld"
+    stats = {
+        "downloader/exception_count": 77 + 5 + 3 + 2 + 2,
+        held: 77,
+        "downloader/exception_type_count/searchcrawl.crawl.exceptions.RequestRefused": 5,
+        "downloader/exception_type_count/searchcrawl.crawl.exceptions.Unsent": 3,
+        "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest": 2,
+        "downloader/exception_type_count/twisted.internet.error.TimeoutError": 2,
+    }
+    assert failure_counts(stats) == {"network": 2}
+    assert failure_counts({"downloader/exception_count": 77, held: 77}) == {}

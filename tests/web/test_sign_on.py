@@ -10,6 +10,7 @@ import pytest
 from searchcrawl.access.decision import decide
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.system.translations import speaking
+from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.sign_on import (
     MAX_GROUPS,
     MAX_PER_OWNER,
@@ -86,3 +87,27 @@ def test_a_refusal_is_one_english_line_for_the_logs_and_a_message_for_the_page()
         assert "Kerberos" in kerberos.shown() and "principal" not in kerberos.shown()  # our word, translated
         assert "preferred_username" in claim.shown() and claim.shown() != str(claim)  # a claim's name, as configured
     assert str(kerberos) == "the provider's answer has no Kerberos principal"
+
+
+def test_userinfo_claims_are_believed_only_of_the_id_tokens_subject() -> None:
+    """Issue 91: the claims an ID token lacks are read at the provider's userinfo endpoint with the
+    access token (OpenID Connect Core 5.3); an answer about another subject is refused, not merged;
+    without an endpoint or an access token nothing is asked."""
+    client = OidcClient(OidcConfig("http://127.0.0.1:1", "client", "secret"))
+    client._discovery = {"issuer": "http://127.0.0.1:1", "userinfo_endpoint": "http://127.0.0.1:1/me"}
+    asked: list[tuple[str, dict[str, str] | None]] = []
+    answer = {"sub": "alice-id", "preferred_username": "alice", "groups": ["finance"]}
+
+    def get_json(url: str, headers: dict[str, str] | None = None) -> dict[str, object]:
+        asked.append((url, headers))
+        return dict(answer)
+
+    client._get_json = get_json  # type: ignore[method-assign]
+    assert client.userinfo_claims("token-1", "alice-id") == answer
+    assert asked == [("http://127.0.0.1:1/me", {"Authorization": "Bearer token-1", "Accept": "application/json"})]
+    with pytest.raises(SignOnError, match="another user"):
+        client.userinfo_claims("token-1", "mallory-id")
+    asked.clear()
+    assert client.userinfo_claims("", "alice-id") == {}
+    client._discovery = {"issuer": "http://127.0.0.1:1"}
+    assert client.userinfo_claims("token-1", "alice-id") == {} and asked == []

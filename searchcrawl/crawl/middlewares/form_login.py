@@ -63,7 +63,7 @@ from scrapy.selector import SelectorList
 from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
-from searchcrawl.crawl.exceptions import RequestRefused, not_needed
+from searchcrawl.crawl.exceptions import RequestRefused, SessionHeld, not_needed
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     COOKIEJAR,
@@ -102,11 +102,6 @@ LoginOutcome = tuple[str | None, str | None]
 _VERDICTS = {True: "expired too", False: "served", None: "proves nothing"}
 # Each crawl's FormLoginMiddleware, for its gate (built after it: a higher order)
 _MIDDLEWARES: WeakKeyDictionary[Crawler, FormLoginMiddleware] = WeakKeyDictionary()
-
-
-class SessionHeld(Exception):
-    """Not an error: a page request reached the gate while its origin logs in again, or with a
-    session older than the newest; FormLoginMiddleware sends it again after the login."""
 
 
 @dataclass(frozen=True)

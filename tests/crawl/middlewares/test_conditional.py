@@ -17,6 +17,7 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.crawl.meta import KNOWN, PREVIOUS, RENDER, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.conditional import ConditionalGetMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import MEMORY
 from searchcrawl.store.frontier import Known
@@ -28,9 +29,11 @@ LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
 ETAG = '"abc123"'
 
 
-def row(state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG) -> Known:
+def row(
+    state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG, status: int | None = 200
+) -> Known:
     """What the frontier read of the URL with a lease (store/frontier.py ``Known``)."""
-    return Known(state, "c0ffee", last_modified, etag)
+    return Known(state, "c0ffee", last_modified, etag, status=status)
 
 
 def validators(request: Request) -> tuple[bytes | None, bytes | None]:
@@ -89,6 +92,32 @@ def test_a_url_not_in_the_index_gets_no_validators(middleware: ConditionalGetMid
         middleware.process_request(request)
         assert validators(request) == (None, None), state
         assert PREVIOUS not in request.meta, state
+
+
+def test_a_navigation_page_out_of_the_index_is_asked_conditionally_while_it_is_one(
+    middleware: ConditionalGetMiddleware,
+) -> None:
+    """Issue 91: navigation pages (917) were fetched whole in every maintenance crawl. One the rules
+    still keep out gets its validators; one they no longer keep out (the source's own
+    ``navigation_pages``) is fetched whole, to be indexed; other pages out of the index too."""
+    navigation = "http://h.test/api/class-use/Injector.html"
+    for state in ("fetched", "removed", "removing"):
+        request = Request(navigation, meta={KNOWN: row(state=state, status=Status.NAVIGATION_PAGE)})
+        middleware.process_request(request)
+        assert validators(request) == (LAST_MODIFIED.encode(), ETAG.encode()), state
+        assert request.meta[PREVIOUS]["state"] == state
+    for url, status in [(navigation, Status.NOINDEX), (navigation, 404), (URL, Status.NAVIGATION_PAGE)]:
+        request = Request(url, meta={KNOWN: row(state="fetched", status=status)})
+        middleware.process_request(request)
+        assert validators(request) == (None, None) and PREVIOUS not in request.meta, (url, status)
+    ruled = ConditionalGetMiddleware(middleware.documents, "unit", navigation_pages=["*/tree/*"])
+    request = Request(navigation, meta={KNOWN: row(state="fetched", status=Status.NAVIGATION_PAGE)})
+    ruled.process_request(request)
+    assert validators(request) == (None, None)
+    agent = ConditionalGetMiddleware(middleware.documents, "unit", agent=True)
+    request = Request(navigation, meta={KNOWN: row(state="fetched", status=Status.NAVIGATION_PAGE)})
+    agent.process_request(request)
+    assert validators(request) == (None, None)
 
 
 def test_without_a_carried_row_the_document_table_is_read(documents: DocumentTable, middleware: ConditionalGetMiddleware) -> None:
