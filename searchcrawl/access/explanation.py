@@ -137,12 +137,16 @@ _OWN_FORMS = frozenset({"http", "https", "ftp", "file", "smb"})  # URLs of their
 def indexed_forms(url: str) -> list[str]:
     """The URLs a document of ``url`` may be indexed under: ``url`` itself, and, for an agent's
     URL written with its key as it is (``imap://mail/bob/INBOX/17/4``, ``dokuwiki://wiki/ns:page``:
-    as the docs write them), the form agents index it under (rules/urls.py ``agent_url``)."""
+    as the docs write them), the form agents index it under (rules/urls.py ``agent_url``). A URL
+    already in that form (``imap://mail/bob%2FINBOX%2F17%2F4``, what `scrapy search` prints) is
+    taken as it is: encoding it again (``%252F``) could name another document, one whose key holds a ``%``."""
     match = _AGENT_URL.fullmatch(url)
     if match is None or match["scheme"].lower() in _OWN_FORMS:
         return [url]
-    encoded = agent_url(match["scheme"], unquote(match["source"]), match["key"])
-    return [url] if encoded == url else [url, encoded]
+    scheme, source = match["scheme"], unquote(match["source"])
+    if agent_url(scheme, source, unquote(match["key"])) == url:  # already as indexed
+        return [url]
+    return [url, agent_url(scheme, source, match["key"])]
 
 
 MAX_URL_CHARS = 8192

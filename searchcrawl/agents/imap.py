@@ -35,12 +35,14 @@ read from the message when fetched. The display URL is the RFC 5092 IMAP URL of 
 (``display_url`` templates of the source may rewrite it to a webmail's).
 
 Who may read (``gives_access``): the folder's access list (GETACL), read at every listing and
-again with every message read. An identifier with the ``r`` right reads; one with a negative
-``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
+again with every message read, as Dovecot applies it (``folder_access``). An identifier with the
+``r`` right reads; one listed without ``r`` takes it from whom it names (``_without_read``); one
+with a negative ``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
 ``$name`` (a Dovecot group) and ``group:name`` (Cyrus) are ``group_token``, ``anyone`` and
 ``anonymous`` ``anyone_token``, ``authenticated`` ``authenticated_token`` (none by default: such
 a grant is left out), ``owner`` and every other identifier ``user_token``; Dovecot's global
-entries (``#``) of a user's own mailbox grant that user alone (``folder_access``); an entry whose
+entries (``#``) of a user's own mailbox grant that user alone, and take away from all they name
+(``folder_access``); an entry whose
 meaning as tokens is not certain (``_entry_token``, ``folder_access``) keeps the folder from
 everyone. In a user's own mailbox the user reads unless the list says otherwise
 (Dovecot hides the owner's implicit entry from other logins). A folder whose list cannot be read
@@ -76,7 +78,7 @@ import re
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -85,7 +87,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from searchcrawl.access.tokens import Access, AccessError, Grant
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, unique_grants
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.messages import (
     MAX_DEPTH,
@@ -227,12 +229,20 @@ def folder_access(
     readers and those denied; ``owner``: the user whose own mailbox it is. (None, why) when an
     entry's meaning is not certain (see ``_entry_token``): the folder's messages are shown to no one.
 
-    Dovecot's global entries (``#``) of a user's own mailbox grant the owner alone: Dovecot
-    matches the global file's patterns against the name each reader sees, and the crawl, logged
-    in for the owner, sees the owner's (``Reports``), never the one others see
-    (``shared/bob/Reports``), which may match no pattern. Their denies are kept (fail closed)."""
+    Rights as Dovecot builds them (``acl_object_rebuild_cache``): the entries matching a reader
+    are applied by kind (anyone, authenticated, groups, owner, user), the folder's own before
+    the global file's, and each kind replaces what the kinds before it gave; groups add up.
+    So an entry without ``r`` takes reading from whom it names (``_without_read``), and a global
+    entry (``#``) replaces even the owner's implicit rights.
+
+    Dovecot's global entries of a user's own mailbox grant the owner alone: Dovecot matches the
+    global file's patterns against the name each reader sees, and the crawl, logged in for the
+    owner, sees the owner's (``Reports``), never the one others see (``shared/bob/Reports``),
+    which may match no pattern. What they take away is kept (fail closed)."""
     allow: list[Grant] = []
     deny: list[Grant] = []
+    late: list[Grant] = []  # denies that a user's or group's own grant overrides
+    overriding: list[Grant] = []
     owner_listed = False
     try:
         for identifier, rights in entries:
@@ -247,7 +257,12 @@ def folder_access(
                 continue
             if owner is not None and name in ("owner", owner):
                 owner_listed = owner_listed or not negative
+            origin = f"IMAP ACL of {where}: {identifier} {rights}"
             if "r" not in rights:
+                taken = None if negative else _without_read(name, global_entry, options, owner)
+                if taken is not None:
+                    logger.debug("imap: %s: %s %s takes reading from %s", where, identifier, rights, taken[0])
+                    (late if taken[1] else deny).append(Grant.of(taken[0], origin))
                 continue
             if global_entry and owner is not None and not negative and name not in ("owner", owner):
                 logger.debug(
@@ -264,13 +279,43 @@ def folder_access(
                     raise Unmappable(f"{identifier} {rights}: a negative right of no token (authenticated_token is not set)")
                 logger.debug("imap: %s: %r reads, and is no one's token (authenticated_token is not set): left out", where, name)
                 continue
-            grant = Grant.of(token, f"IMAP ACL of {where}: {identifier} {rights}")
+            grant = Grant.of(token, origin)
             (deny if negative else allow).append(grant)
+            if not negative and name not in ("anyone", "anonymous", "authenticated"):
+                overriding.append(grant)
         if owner is not None and not owner_listed:
-            allow.append(Grant.of(options.user_token.replace("{id}", owner), f"IMAP: {where} is {owner}'s own mailbox"))
+            grant = Grant.of(options.user_token.replace("{id}", owner), f"IMAP: {where} is {owner}'s own mailbox")
+            allow.append(grant)
+            overriding.append(grant)
     except (AccessError, Unmappable) as error:
         return None, f"the IMAP access list of {where} holds an entry that is no token ({error})"
-    return Access.of(allow, deny, name=f"IMAP folder {where}"), None
+    access = Access.of(allow, deny, name=f"IMAP folder {where}")
+    if late:
+        access = replace(access, late_deny=unique_grants(late), overriding=unique_grants(overriding))
+    return access, None
+
+
+def _without_read(name: str, global_entry: bool, options: ImapOptions, owner: str | None) -> tuple[str, bool] | None:
+    """Whom an entry without ``r`` keeps from reading, as (token, late): a late deny yields to
+    a user's or group's grant (``Access.late_deny``); None when it takes nothing away.
+
+    Dovecot's kinds replace one another in the order anyone, authenticated, groups (which add
+    up), owner, user; the global file's entries replace all of the folder's own. So in the
+    folder's own list, a user without ``r`` is denied; a group without ``r`` refuses its members
+    what ``anyone`` or ``authenticated`` gives them; ``authenticated`` without ``r`` refuses every
+    searcher (all of them logged in) what ``anyone`` gives; ``anyone`` and ``owner`` take nothing
+    (nothing comes before ``anyone``; the owner's rights are ``folder_access``'s). A global entry
+    without ``r`` is a deny of all it names (``anyone`` and ``authenticated``: everyone), whatever
+    the folder's own list or the owner's implicit rights give them: fail closed (a user's own or
+    another group's global grant may still let some of them read in Dovecot)."""
+    if name == "owner" and (owner is None or not global_entry):
+        return None
+    if name in ("anyone", "anonymous", "authenticated"):
+        if global_entry:
+            return PUBLIC, False
+        return (PUBLIC, True) if name == "authenticated" else None
+    token = _entry_token(name, options, owner)
+    return (token, not global_entry and _is_group(name)) if token is not None else None
 
 
 def _identifier(identifier: str) -> tuple[str, bool, bool]:
@@ -280,6 +325,11 @@ def _identifier(identifier: str) -> tuple[str, bool, bool]:
     name = identifier[1:] if negative else identifier
     global_entry = name.startswith("#")
     return (name[1:] if global_entry else name), negative, global_entry
+
+
+def _is_group(name: str) -> bool:
+    """Whether an identifier names a group: Dovecot's ``$name``, Cyrus's ``group:name``."""
+    return name.startswith("$") or name.lower().startswith("group:")
 
 
 def _entry_token(name: str, options: ImapOptions, owner: str | None) -> str | None:
@@ -297,10 +347,8 @@ def _entry_token(name: str, options: ImapOptions, owner: str | None) -> str | No
             raise Unmappable("'owner' of a folder that is no one's own mailbox")
         return options.user_token.replace("{id}", owner)
     template = options.user_token
-    if name.startswith("$"):
-        template, name = options.group_token, name[1:]
-    elif name.lower().startswith("group:"):
-        template, name = options.group_token, name[6:]
+    if _is_group(name):
+        template, name = options.group_token, name[1 if name.startswith("$") else 6 :]
     if not _IDENTIFIER.fullmatch(name):
         raise Unmappable(f"{name[:80]!r} is not a plain name (letters, digits, '.', '_', '-')")
     return template.replace("{id}", name)

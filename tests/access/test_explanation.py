@@ -138,3 +138,6 @@ def test_an_agents_url_as_the_docs_write_it_is_looked_up_as_agents_index_it() ->
     assert indexed_forms("mail://inbox/INBOX/%3Cid%40x%3E")[1] == "mail://inbox/INBOX%2F%253Cid%2540x%253E"
     for url in ("https://intranet.example/a/b", "smb://fs/share/a b.txt", "file:///srv/a", "sql://notes/42"):
         assert indexed_forms(url) == [url]
+    # issue 91 review: a URL as indexed is not encoded again (%252F: another key, one holding a %)
+    for url in ("imap://mail/bob%2FINBOX%2F17%2F4", "mail://inbox/INBOX%2F%253Cid%2540x%253E", "dokuwiki://wiki/ops%3Astart"):
+        assert indexed_forms(url) == [url]

@@ -93,7 +93,8 @@ def test_rights_to_tokens_as_rfc_4314_says() -> None:
 
 def test_an_owner_listed_without_read_and_the_special_identifiers() -> None:
     access, _ = folder_access([("alice", "l"), ("anyone", "lr"), ("authenticated", "lr")], options(), "alice", "alice/Inbox")
-    assert access is not None and access.is_public  # anyone: public by default
+    assert access is not None and decide(access, searcher("bob")).granted  # anyone: public by default
+    assert not decide(access, searcher("alice")).granted  # Dovecot: the owner's own user entry replaces her rights
     access, _ = folder_access([("owner", "l"), ("authenticated", "lr")], options(), "alice", "alice/Inbox")
     assert (
         access is not None and not decide(access, searcher("alice")).granted
@@ -125,6 +126,48 @@ def test_a_global_entry_of_a_users_mailbox_grants_its_owner_alone() -> None:
     # a public folder's name is the same to everyone: its global entries are read as they are
     access, _ = folder_access([("#$sales", "lr")], options(), None, "public folder Public/Notices")
     assert access is not None and decide(access, searcher("alice", "sales")).granted
+
+
+def readers(access: Any, *people: tuple[str, tuple[str, ...]]) -> set[str]:
+    return {user for user, groups in people if decide(access, searcher(user, *groups)).granted}
+
+
+def test_an_entry_without_read_takes_it_as_dovecot_replaces_rights_kind_by_kind() -> None:
+    """Issue 91 review: Dovecot applies a reader's matching entries by kind (anyone, authenticated,
+    groups, owner, user), the folder's own before the global file's, each kind replacing the
+    rights of the kinds before (groups add up); a global entry replaces even the owner's. So an
+    entry without ``r`` takes reading from whom it names, where skipping it granted them."""
+    people = [("intern", ("staff",)), ("erin", ("staff",)), ("frank", ())]
+    # `* user=intern l` in the global file, `$staff lr` in the folder's own list: intern has l only
+    for entries in ([("#intern", "l"), ("$staff", "lr")], [("intern", "l"), ("$staff", "lr")]):
+        for owner, where in (("bob", "bob/Reports"), (None, "public folder Public/Notices")):
+            access, why = folder_access(entries, options(), owner, where)
+            assert why is None and access is not None
+            assert readers(access, *people) == {"erin"}, (entries, where)
+    # a group without r refuses its members what anyone gives them, not what a user or group entry gives
+    entries = [("anyone", "lr"), ("$interns", "l"), ("$staff", "lr"), ("erin", "lr")]
+    access, _ = folder_access(entries, options(), None, "public folder Public/Notices")
+    people = [("ida", ("interns",)), ("ian", ("interns", "staff")), ("erin", ("interns",)), ("frank", ())]
+    assert access is not None and readers(access, *people) == {"ian", "erin", "frank"}
+    # authenticated without r: every searcher (logged in) is refused what anyone gives
+    access, _ = folder_access([("anyone", "lr"), ("authenticated", "l"), ("$staff", "lr")], options(), None, "Public/x")
+    assert access is not None and readers(access, ("ida", ()), ("erin", ("staff",))) == {"erin"}
+    # anyone without r takes nothing (nothing comes before it)
+    access, _ = folder_access([("anyone", "l"), ("$staff", "lr")], options(), None, "Public/x")
+    assert access is not None and readers(access, ("ida", ()), ("erin", ("staff",))) == {"erin"}
+
+
+def test_a_global_entry_without_read_takes_it_from_the_owner_too() -> None:
+    """Issue 91 review: `Reports group=sales l` (``#$sales l`` to the crawl logged in for bob)
+    replaces bob's own rights when he is in sales; a global ``anyone`` replaces everyone's."""
+    access, _ = folder_access([("#$sales", "l"), ("dave", "lr")], options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, ("bob", ("sales",)), ("dave", ())) == {"dave"}
+    assert decide(access, searcher("bob")).granted  # not in sales: his owner's rights
+    for everyone in ("#anyone", "#authenticated"):
+        access, _ = folder_access([(everyone, "l"), ("dave", "lr")], options(), "bob", "bob/Reports")
+        assert access is not None and readers(access, ("bob", ()), ("dave", ())) == set()
+        access, _ = folder_access([(everyone, "l"), ("$staff", "lr")], options(), None, "Public/x")
+        assert access is not None and readers(access, ("erin", ("staff",))) == set()
 
 
 def test_an_identifier_that_is_no_token_keeps_the_folder_from_everyone() -> None:

@@ -22,6 +22,7 @@ import pysolr
 import pytest
 
 from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer
@@ -30,6 +31,8 @@ from tests.mail_server import CRAWLER, USERS, MailServer
 
 SECRET = "IMAP_CRAWL_PASSWORD_TEST"
 OWNERS = ("alice", "bob")  # whose mailboxes are crawled
+# a document's access as the index holds it (a group listed without r: a late deny)
+ACCESS_FIELDS = ("access_allow", DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 WORDS = ("harbour", "budget", "ferry", "tender", "quay", "dredging", "pilot", "berth")
 
 
@@ -220,11 +223,7 @@ def test_each_user_finds_exactly_what_dovecot_lets_them_read_crawl_after_crawl(
                 assert doc["display_url"].startswith(f"imap://{owner}@127.0.0.1:{mail_server.imaps_port}/{folder};UIDVALIDITY=")
             else:
                 assert "zebrafinch berth" in doc["content"] and doc["display_url"].endswith("/;SECTION=2")
-            if (
-                key in before
-                and before[key]["access_allow"] == doc["access_allow"]
-                and before[key].get("access_deny") == doc.get("access_deny")
-            ):
+            if key in before and all(before[key].get(field) == doc.get(field) for field in ACCESS_FIELDS):
                 assert doc["_version_"] == before[key]["_version_"], (number, step, key)  # unchanged: not pushed again
         for user in USERS:
             oracle = mailboxes.readable(user)
@@ -352,3 +351,50 @@ def test_a_global_acl_line_grants_as_dovecot_applies_it_to_each_reader(
         assert explained.returncode == 0, explained.stderr
         assert f"Source {name}: {doc['url']}" in explained.stdout, (url, explained.stdout)
         assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED"), (url, explained.stdout)
+
+
+def test_a_global_entry_without_read_takes_it_as_dovecot_does(
+    project: Project, solr: pysolr.Solr, mail_server: MailServer
+) -> None:
+    """Issue 91 review: Dovecot applies a global entry after the folder's own and in place of
+    them: `* user=carol l` leaves carol (in board) only ``l`` on a folder whose own list grants
+    ``$board lr``, and `<folder> group=sales l` takes reading from bob, in sales, on his own
+    folder. The crawl skipped entries without ``r``: carol found the first folder's messages, bob
+    the second's. Now every user's search equals Dovecot's MYRIGHTS."""
+    tag = f"take{random.Random().randrange(10**6)}"
+    team, own = f"{tag}-team", f"{tag}-own"
+    mailboxes = Mailboxes(mail_server, random.Random(92), tag)
+    mailboxes.folders["bob"] += [team, own]
+    with mail_server.client("bob") as bob:
+        for folder, grantee in ((team, "$board"), (own, "dave")):
+            bob.create_folder(folder)
+            bob.setacl(folder, grantee, "lr")
+    added = {folder: mailboxes.add("bob", folder) for folder in (team, own)}
+    global_acl = mail_server.folder / "global-acl"
+    before = global_acl.read_text()
+    global_acl.write_text(before + f"* user=carol l\n{own} group=sales l\n")
+    try:
+        assert mail_server.folder_rights("carol", "bob", team) == "l"  # not her board's lr
+        assert mail_server.folder_rights("dave", "bob", team) == "lr"
+        assert mail_server.folder_rights("bob", "bob", own) == "l"  # not his owner's rights
+        with mail_server.client("carol") as carol, pytest.raises(carol.Error):
+            carol.select_folder(f"shared/bob/{team}", readonly=True)
+        name = "mail-global-take"
+        imap_source(project, name, mail_server, users=["bob"], include=f"{tag}-*")
+        result = crawl(project, name, mail_server)
+        assert result.returncode == 0, result.stderr[-3000:]
+        named = as_messages({doc["id"]: doc for doc in solr_docs(solr, name)})
+        assert set(added.values()) <= set(named.values())
+        index = SolrIndex(project.solr_url, timeout=30)
+        wrong = {}
+        for user in USERS:
+            oracle = {mid for mid in mailboxes.readable(user) if mailboxes.messages[mid][0] == "bob"}
+            oracle |= {mid + "#attachment" for mid in oracle if mailboxes.messages[mid][2]}
+            found = {named[key] for key in found_by(index, principals(user), name)}
+            wrong.update({user: sorted(found ^ oracle)} if found != oracle else {})
+        assert not wrong, wrong  # the old code: carol found the team folder's message, bob his own folder's
+        assert added[team] not in {named[key] for key in found_by(index, principals("carol"), name)}
+        assert added[own] not in {named[key] for key in found_by(index, principals("bob"), name)}
+        assert added[own] in {named[key] for key in found_by(index, principals("dave"), name)}
+    finally:
+        global_acl.write_text(before)
