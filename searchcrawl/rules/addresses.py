@@ -28,9 +28,10 @@ port of the same machine is the source's to crawl.
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from searchcrawl.rules.boundary import DEFAULT_PORTS, Boundary, normalize_host
 from searchcrawl.rules.status_codes import Status
@@ -117,8 +118,15 @@ class OwnService:
         scheme, host, port = site_of_url(url.strip())
         if scheme not in SAFE_SCHEMES or not host or port is None:
             return None
-        path = (urlsplit(url.strip()).path.rstrip("/") + "/") if behind_proxy else ""
-        return cls(what, host, port, path)
+        return cls(what, host, port, path_key(urlsplit(url.strip()).path) if behind_proxy else "")
+
+
+def path_key(path: str) -> str:
+    """``path`` as a server behind a proxy may read it, to compare prefixes with: decoded, dot
+    segments and repeated slashes resolved, lower case, ending in ``/`` (``//x/../%53earch`` is
+    ``/search/``): no spelling slips past a prefix."""
+    resolved = posixpath.normpath("/" + unquote(path).replace("\\", "/").lstrip("/"))
+    return resolved.lower().rstrip("/") + "/"
 
 
 def _address(text: str) -> str | None:
@@ -164,9 +172,6 @@ class OwnServices:
             if is_localhost_name(host):
                 self.local_ports.setdefault(service.port, service)
 
-    def __bool__(self) -> bool:
-        return bool(self.by_name)
-
     def _on_this_machine(self, address: str) -> bool:
         ip = ipaddress.ip_address(address)
         return ip.is_loopback or ip.is_unspecified or address in self.machine
@@ -177,7 +182,7 @@ class OwnServices:
             return None
         host = normalize_host(host)
         for service in self.by_name.get((host, port), ()):
-            if not service.path or (path.rstrip("/") + "/").startswith(service.path):
+            if not service.path or path_key(path).startswith(service.path):
                 return service
         if is_localhost_name(host) and port in self.local_ports:
             return self.local_ports[port]

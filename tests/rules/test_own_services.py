@@ -48,6 +48,8 @@ def test_a_public_address_behind_a_proxy_is_met_by_name_port_and_path_only() -> 
     own = services()
     assert own.at("intranet.corp.test", 443, "/search") == PUBLIC
     assert own.at("intranet.corp.test", 443, "/search/admin/source-files") == PUBLIC
+    for spelling in ["/%53earch/", "//search", "/wiki/../search/x", "/SEARCH", "\\search", "/x%2F..%2Fsearch"]:
+        assert own.at("intranet.corp.test", 443, spelling) == PUBLIC, spelling  # as the proxy's server may read it
     assert own.at("intranet.corp.test", 443, "/searching") is None
     assert own.at("intranet.corp.test", 443, "/wiki/") is None  # the proxy's other sites
     assert own.at("other.corp.test", 443, "/search", addresses=["10.0.0.7"]) is None
