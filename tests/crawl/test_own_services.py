@@ -5,7 +5,7 @@ servers, the crawl's metrics endpoint and scrapyd; nothing for a setting that is
 from __future__ import annotations
 
 from searchcrawl import settings as project_settings
-from searchcrawl.crawl.own_services import OWN_SERVICE_SETTINGS, own_services
+from searchcrawl.crawl.own_services import OWN_SERVICE_SETTINGS, own_service_environ, own_services
 from searchcrawl.rules.addresses import OwnService
 
 
@@ -44,3 +44,22 @@ def test_the_defaults_name_solr_and_the_web_application_only() -> None:
         OwnService("the web application", "127.0.0.1", 8080),
     ]
     assert own_services({"SOLR_URL": "", "SEARCHCRAWL_WEB_PORT": "none", "SEARCHCRAWL_EMBEDDINGS": "bogus:x"}.get) == []
+
+
+def test_the_crawls_scrapy_web_starts_are_told_its_services_and_its_own_address() -> None:
+    """`scrapy web --port 9000 -s SEARCHCRAWL_TIKA_URL=...`: a test crawl it starts read only the
+    environment, and took the web application for 127.0.0.1:8080 and knew no Tika."""
+    settings = {
+        "SOLR_URL": "http://127.0.0.1:8983/solr/x",
+        "SEARCHCRAWL_TIKA_URL": "http://127.0.0.1:9998",
+        "SEARCHCRAWL_METRICS_PORT": 0,
+    }
+    environ = own_service_environ(settings.get, "::", 9000)
+    assert environ == {
+        "SOLR_URL": "http://127.0.0.1:8983/solr/x",
+        "SEARCHCRAWL_TIKA_URL": "http://127.0.0.1:9998",
+        "SEARCHCRAWL_METRICS_PORT": "0",
+        "SEARCHCRAWL_WEB_HOST": "::",
+        "SEARCHCRAWL_WEB_PORT": "9000",
+    }
+    assert OwnService("the web application", "::", 9000) in own_services(environ.get)

@@ -216,3 +216,29 @@ def test_the_editor_refuses_new_local_seeds_and_its_test_crawl_the_installations
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
     refused = f"{canonical(dump)} {project.solr_url}/select?q=secret&wt=json"  # the seed, the redirect's target
     assert f"new: 1 {site.url}index.html" in said and f"excluded: 2 {refused}" in said, said[:3000]
+
+
+def test_a_test_crawl_refuses_the_web_application_that_started_it(project: Project, serve: Any, tmp_path: Path) -> None:
+    """`scrapy web --port N` tells the crawls it starts where it listens (and its -s settings):
+    a test crawl took the web application for 127.0.0.1:8080 and fetched its pages on port N."""
+    import httpx
+
+    from tests.web_site import PASSWORD as WEB_PASSWORD
+    from tests.web_site import web_served
+
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    name = unique("self")
+    with web_served(project) as base:
+        (root / "index.html").write_text(
+            f'<html><head><title>home</title></head><body><a href="{base}/">search</a></body></html>'
+        )
+        project.source(name, source_text(site.url + "index.html", max_depth=2, extra='domains = { include = ["127.0.0.1"] }\n'))
+        with httpx.Client(base_url=base, timeout=300) as web:
+            login(web, password=WEB_PASSWORD)  # type: ignore[arg-type]  # an httpx client, as TestClient is one
+            path = f"/admin/source-files/{name}"
+            tested = web.post(path, data={**form_of(web.get(path).text), "action": "test"})
+    assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
+    said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
+    assert f"new: 1 {site.url}index.html" in said and f"excluded: 1 {base}/" in said, said[:3000]
