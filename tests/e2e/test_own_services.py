@@ -44,3 +44,14 @@ def test_a_source_never_crawls_the_installations_solr(project: Project, serve: A
     assert table.get(name, site.url + "to-solr")["status"] == 302  # followed by the policy; its target refused
     assert "is a node of Solr of this installation" in done.stderr  # the DEBUG line of each refusal
     assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "about.html"}
+
+
+def test_an_agent_never_asks_the_installations_solr(project: Project) -> None:
+    """An agent that asks its repository itself (here WebDAV, whose root is the Solr's collection)
+    never sends the installation's Solr a request: the run fails before anything is listed."""
+    name = unique("own-dav")
+    project.source(name, f'type = "webdav"\n[webdav]\nroot = "{project.solr_url}/"\n[access]\npublic = true\n')
+    done = project.scrapy("crawl", name)
+    assert f"The listing of {name} is refused: 127.0.0.1:" in done.stderr, done.stderr[-3000:]
+    assert "is a node of Solr of this installation" in done.stderr
+    assert "PROPFIND" not in done.stderr and "answered HTTP" not in done.stderr

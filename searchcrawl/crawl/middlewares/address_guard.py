@@ -193,18 +193,31 @@ async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = Fal
     own = policy.own.refusal(host, port, urlsplit(url).path or "/")
     if own is not None:
         return Status.OWN_SERVICE, own
-    literal = ip_of(host)
-    if literal is None and policy.admits(host, port) and not connects_itself:
+    if ip_of(host) is None and policy.admits(host, port) and not connects_itself:
         return None  # a name the rules admit: the crawl's resolver checks what it is connected to
-    if literal is not None:  # an address is checked here, whatever the rules (link-local: seeds only)
-        addresses = [str(literal)]
-    else:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
-        addresses = sorted({str(info[4][0]) for info in infos})
+    addresses = await addresses_now(host, port)
+    if addresses is None:
+        return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
     return policy.refusal(host, port, addresses)
+
+
+async def addresses_now(host: str, port: int | None) -> list[str] | None:
+    """The addresses ``host`` is (an address) or resolves to now; None when it does not resolve."""
+    literal = ip_of(host)
+    if literal is not None:
+        return [str(literal)]
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    return sorted({str(info[4][0]) for info in infos})
+
+
+async def own_service_refusal(policy: AddressPolicy, url: str) -> str | None:
+    """Why ``url`` is one of the installation's own services (by its name and path, or an address
+    its name resolves to now), or None: for what an agent asks its repository itself."""
+    _scheme, host, port = site_of_url(url)
+    return policy.own.refusal(host, port, urlsplit(url).path or "/", await addresses_now(host, port) or [])
 
 
 class BrowserRequestGuard:
