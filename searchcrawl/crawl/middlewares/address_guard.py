@@ -217,6 +217,8 @@ async def own_service_refusal(policy: AddressPolicy, url: str) -> str | None:
     """Why ``url`` is one of the installation's own services (by its name and path, or an address
     its name resolves to now), or None: for what an agent asks its repository itself."""
     _scheme, host, port = site_of_url(url)
+    if not host or port is None:
+        return None  # a local path, or a scheme of no known port: no service of this installation
     return policy.own.refusal(host, port, urlsplit(url).path or "/", await addresses_now(host, port) or [])
 
 
