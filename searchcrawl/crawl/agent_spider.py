@@ -205,7 +205,7 @@ class AgentSpider(SourceSpider):
             return
         ledger = self.crawler.get_extension(LedgerWriter)
         assert ledger is not None  # a run has one
-        await self.refuse_own_services(agent)
+        await self.refuse_own_services(agent, self.crawler.get_downloader_middleware(AddressGuardMiddleware))
         since = self.listing_since(agent, run)
         inline = self.crawler.settings.getint("SEARCHCRAWL_AGENT_INLINE_BYTES")
         logger.info(
@@ -256,11 +256,10 @@ class AgentSpider(SourceSpider):
         # complete: the documents it did not name leave (a listing that failed part-way removed nothing)
         await asyncio.to_thread(settle_listing, agent, ledger, run, since)
 
-    async def refuse_own_services(self, agent: Agent) -> None:
+    async def refuse_own_services(self, agent: Agent, guard: AddressGuardMiddleware | None) -> None:
         """An agent that asks its repository itself (WebDAV, CMIS, a wiki, Redmine, Git over
         HTTP: its options' ``server_urls``) never asks the installation's own services: the run
         fails before anything is listed (issue 91)."""
-        guard = self.crawler.get_downloader_middleware(AddressGuardMiddleware)
         server_urls = getattr(agent.options, "server_urls", None)
         if guard is None or not callable(server_urls):
             return
