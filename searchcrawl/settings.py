@@ -208,6 +208,9 @@ SEARCHCRAWL_NOTIFY_INSTALLATION = "searchcrawl"
 SEARCHCRAWL_WEB_HOST = "127.0.0.1"  # the address it listens on (--host); loopback unless told otherwise
 SEARCHCRAWL_WEB_PORT = 8080  # --port
 SEARCHCRAWL_WEB_PREFIX = ""  # path behind a reverse proxy, e.g. /search (--prefix)
+# The source editor and a restore take new seeds on loopback or link-local addresses (localhost,
+# 127.0.0.1, 169.254.169.254): off, such seeds are added in the source file on the server (issue 91)
+SEARCHCRAWL_WEB_LOCAL_SEEDS = False
 # The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or
 # networks, a list or a comma-separated string; empty for none): the login throttle counts the
 # client they name, and a session cookie is Secure when they say https. The default, uvicorn's

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
@@ -77,7 +78,12 @@ class Command(ScrapyCommand):
             return
         with open_database(self.settings, migrate=True) as database:
             plan = backup.plan_restore(
-                read, database, sources_dir, self.settings.copy_to_dict(), refused_new_source, trusted=opts.trust_sources
+                read,
+                database,
+                sources_dir,
+                self.settings.copy_to_dict(),
+                partial(refused_new_source, local_seeds=self.settings.getbool("SEARCHCRAWL_WEB_LOCAL_SEEDS")),
+                trusted=opts.trust_sources,
             )
             if plan.ok and opts.apply:
                 try:

@@ -27,6 +27,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.access.directory import directory_of
 from searchcrawl.config.source import SourceError, find_source_files
+from searchcrawl.crawl.own_services import own_service_environ
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
@@ -260,6 +261,11 @@ class Command(ScrapyCommand):
         if roles.any and directory is None and oidc is None and saml is None and kerberos is None:
             logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
         rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
+        host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
+        port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
+        # the crawls, explains and test crawls this server starts refuse its services: they are
+        # told where they are, this server's own address included (crawl/own_services.py)
+        os.environ.update(own_service_environ(settings.get, host, port))
         config = WebConfig(
             solr_url=paths.solr_url(settings),
             solr_auth=paths.solr_auth(settings),
@@ -302,10 +308,9 @@ class Command(ScrapyCommand):
             saml=saml,
             kerberos=kerberos,
             sources_dir=paths.sources_dir(settings),
+            local_seeds=settings.getbool("SEARCHCRAWL_WEB_LOCAL_SEEDS"),
             settings=settings.copy_to_dict(),
         )
-        host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
-        port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
         if config.credentials is None and not (roles.any and directory is not None):
             logger.warning(
                 "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE), or roles"

@@ -36,6 +36,7 @@ from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import PREVIOUS, REFERENCE, WAKE
+from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware, own_service_refusal
 from searchcrawl.crawl.run import SKIPPED_STAT, Run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.crawl.spider import SourceSpider
@@ -204,6 +205,7 @@ class AgentSpider(SourceSpider):
             return
         ledger = self.crawler.get_extension(LedgerWriter)
         assert ledger is not None  # a run has one
+        await self.refuse_own_services(agent, self.crawler.get_downloader_middleware(AddressGuardMiddleware))
         since = self.listing_since(agent, run)
         inline = self.crawler.settings.getint("SEARCHCRAWL_AGENT_INLINE_BYTES")
         logger.info(
@@ -253,6 +255,19 @@ class AgentSpider(SourceSpider):
         self.crawler.stats.set_value(SKIPPED_STAT, agent.skipped())  # the agent logged them at WARNING
         # complete: the documents it did not name leave (a listing that failed part-way removed nothing)
         await asyncio.to_thread(settle_listing, agent, ledger, run, since)
+
+    async def refuse_own_services(self, agent: Agent, guard: AddressGuardMiddleware | None) -> None:
+        """An agent that asks its repository itself (WebDAV, CMIS, a wiki, Redmine, Git over
+        HTTP: its options' ``server_urls``) never asks the installation's own services: the run
+        fails before anything is listed (issue 91)."""
+        server_urls = getattr(agent.options, "server_urls", None)
+        if guard is None or not callable(server_urls):
+            return
+        for url in server_urls():
+            refused = await own_service_refusal(guard.policy, url)
+            if refused is not None:
+                logger.error("The listing of %s is refused: %s; nothing is removed", self.source.name, refused)
+                raise CloseSpider("failed")
 
     def listing_since(self, agent: Agent, run: Run) -> datetime | None:
         """Since when an incremental agent lists changes: the start of the source's last run that

@@ -7,7 +7,8 @@ here means the rule (searchcrawl/rules/addresses.py) holds for the address actua
 name that resolved to a public address when the request was checked and to an internal one now
 (DNS rebinding), or an IP literal in any spelling, gets no connection. A host left without
 addresses fails like a name that does not resolve; ``refused`` remembers why, so the request's
-status says "internal address", not "DNS failure".
+status says "internal address" (or "own service": a name that resolves to one of the
+installation's services, which no policy admits), not "DNS failure".
 
 The resolver is made once per process (Scrapy builds it from the process's settings, before any
 crawler exists); each crawler's ``AddressGuardMiddleware`` adds its source's policy when the
@@ -26,7 +27,8 @@ from scrapy.resolver import CachingHostnameResolver
 from twisted.internet.interfaces import IAddress, IHostResolution, IResolutionReceiver
 from zope.interface import implementer
 
-from searchcrawl.rules.addresses import AddressPolicy
+from searchcrawl.rules.addresses import AddressPolicy, Refusal
+from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ class _FilteringReceiver:
 
     def __init__(self, resolver: GuardedHostnameResolver, receiver: _Receiver, host: str, port: int) -> None:
         self.resolver, self.receiver, self.host, self.port = resolver, receiver, host, port
-        self.refusals: list[str] = []
+        self.refusals: list[Refusal] = []
 
     def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802 - Twisted's name
         self.receiver.resolutionBegan(resolution)
@@ -66,7 +68,7 @@ class _FilteringReceiver:
     def resolutionComplete(self) -> None:  # noqa: N802
         if self.refusals:
             self.resolver.remember_refusal(self.host, self.refusals[0])
-            logger.debug("Connection refused by the internal-address guard: %s", self.refusals[0])
+            logger.debug("Connection refused by the internal-address guard: %s", self.refusals[0][1])
         self.receiver.resolutionComplete()
 
 
@@ -77,7 +79,7 @@ class GuardedHostnameResolver(CachingHostnameResolver):
     def __init__(self, reactor: Any, cache_size: int) -> None:
         super().__init__(reactor, cache_size)
         self.policies: list[AddressPolicy] = []
-        self.refused: OrderedDict[str, str] = OrderedDict()
+        self.refused: OrderedDict[str, Refusal] = OrderedDict()
 
     def add_policy(self, policy: AddressPolicy) -> None:
         self.policies.append(policy)
@@ -86,14 +88,19 @@ class GuardedHostnameResolver(CachingHostnameResolver):
         if policy in self.policies:
             self.policies.remove(policy)
 
-    def refusal(self, host: str, port: int, address: str) -> str | None:
-        """Why ``address`` may not be connected to for ``host:port`` (None: it may)."""
+    def refusal(self, host: str, port: int, address: str) -> Refusal | None:
+        """(status, reason) why ``address`` may not be connected to for ``host:port`` (None: it
+        may): one of the installation's own services for any policy, else an internal address
+        no policy admits."""
         reasons = [policy.refusal(host, port, [address]) for policy in self.policies]
+        own = next((reason for reason in reasons if reason is not None and reason[0] == Status.OWN_SERVICE), None)
+        if own is not None:
+            return own
         if not reasons or any(reason is None for reason in reasons):
             return None
         return reasons[0]
 
-    def remember_refusal(self, host: str, reason: str) -> None:
+    def remember_refusal(self, host: str, reason: Refusal) -> None:
         self.refused[host.lower()] = reason
         self.refused.move_to_end(host.lower())
         while len(self.refused) > REFUSED_MEMORY:

@@ -16,15 +16,25 @@ The rule is applied to the address actually connected to: the crawl's DNS resolv
 (searchcrawl/crawl/resolver.py) filters the addresses it hands to the connection, so a name that
 resolves to a public address when checked and to an internal one when connecting (DNS
 rebinding) gets no connection.
+
+Above that rule stands another: the installation's own services (every node of its Solr, Tika,
+the web application, the model and embedding servers, the metrics endpoints: ``OwnServices``)
+are never requested, whatever the source says (seeds, domain rules, redirects, names that
+resolve to them). What a crawl fetches it publishes; a page of Solr's is every document of the
+index, the private ones included. They are told apart by host *and port*: a site on another
+port of the same machine is the source's to crawl.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 
 from searchcrawl.rules.boundary import DEFAULT_PORTS, Boundary, normalize_host
+from searchcrawl.rules.status_codes import Status
 
 SAFE_SCHEMES = frozenset({"http", "https"})
 
@@ -45,6 +55,12 @@ def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return ip
 
 
+def is_localhost_name(host: str) -> bool:
+    """``localhost`` or a name below it (RFC 6761: they resolve to loopback, never elsewhere)."""
+    name = host.strip("[]").rstrip(".").lower()
+    return name == "localhost" or name.endswith(".localhost")
+
+
 def is_loopback(host: str) -> bool:
     """``localhost`` or a loopback address: where a password may travel without TLS (it never
     leaves the machine)."""
@@ -58,6 +74,13 @@ def is_link_local(address: str) -> bool:
     """169.254.0.0/16 or fe80::/10: where cloud metadata services answer (169.254.169.254)."""
     ip = ip_of(address)
     return ip is not None and ip.is_link_local
+
+
+def is_local_or_link_local(address: str) -> bool:
+    """Loopback, unspecified (0.0.0.0 and :: connect to this machine) or link-local (a cloud's
+    metadata service): where a new seed shows this machine's services, not a site."""
+    ip = ip_of(address)
+    return ip is not None and (ip.is_loopback or ip.is_unspecified or ip.is_link_local)
 
 
 def is_internal_address(address: str) -> bool:
@@ -77,11 +100,121 @@ def is_internal_address(address: str) -> bool:
     )
 
 
-class AddressPolicy:
-    """The internal-address rule of one source: which (host, port) pairs may be internal."""
+@dataclass(frozen=True)
+class OwnService:
+    """One service of the installation, where it answers: ``what`` it is (for the reason), its
+    host and port, and for an address behind a reverse proxy (the web application's public URL,
+    whose proxy may serve other sites too) the path below which it answers: then it is told by
+    its name, port and path alone, never by the proxy's addresses."""
 
-    def __init__(self, boundary: Boundary, seeds: Sequence[str]) -> None:
+    what: str
+    host: str
+    port: int
+    path: str = ""
+
+    @classmethod
+    def of_url(cls, what: str, url: str, behind_proxy: bool = False) -> OwnService | None:
+        """The service at ``url`` (credentials in it ignored), None for a URL without an http(s) host."""
+        scheme, host, port = site_of_url(url.strip())
+        if scheme not in SAFE_SCHEMES or not host or port is None:
+            return None
+        return cls(what, host, port, path_key(urlsplit(url.strip()).path) if behind_proxy else "")
+
+
+def path_key(path: str) -> str:
+    """``path`` as a server behind a proxy may read it, to compare prefixes with: decoded, dot
+    segments and repeated slashes resolved, lower case, ending in ``/`` (``//x/../%53earch`` is
+    ``/search/``): no spelling slips past a prefix."""
+    resolved = posixpath.normpath("/" + unquote(path).replace("\\", "/").lstrip("/"))
+    return resolved.lower().rstrip("/") + "/"
+
+
+def _address(text: str) -> str | None:
+    ip = ip_of(text)
+    return None if ip is None else str(ip)
+
+
+class OwnServices:
+    """The installation's own services, and the addresses they answer at: a request to one of
+    them is refused whatever the source says.
+
+    A service is met by its name and port (``solr.corp:8983``), by any address its name resolved
+    to at the crawl's start (``addresses``) on its port, and, when it runs on this machine (a
+    loopback or unspecified address, or one of ``machine``, this machine's own addresses), on its
+    port at every address of this machine: a service listening on 0.0.0.0:8983 answers
+    127.0.0.2:8983 and [::1]:8983 too. Another port of the same host is not a service's."""
+
+    def __init__(
+        self,
+        services: Iterable[OwnService] = (),
+        addresses: Mapping[str, Iterable[str]] | None = None,
+        machine: Iterable[str] = (),
+    ) -> None:
+        self.machine: set[str] = {address for address in map(_address, machine) if address}
+        self.by_name: dict[tuple[str, int], list[OwnService]] = {}
+        self.by_address: dict[tuple[str, int], OwnService] = {}
+        self.local_ports: dict[int, OwnService] = {}
+        self.add(services, addresses)
+
+    def add(self, services: Iterable[OwnService], addresses: Mapping[str, Iterable[str]] | None = None) -> None:
+        """More services (a SolrCloud's live nodes, learnt once the crawl asked), with the
+        addresses their names resolved to."""
+        for service in services:
+            host = normalize_host(service.host)
+            self.by_name.setdefault((host, service.port), []).append(service)
+            if service.path:
+                continue  # behind a proxy: its addresses are the proxy's
+            found = [_address(host), *(_address(address) for address in (addresses or {}).get(service.host, ()))]
+            for address in filter(None, found):
+                self.by_address.setdefault((address, service.port), service)
+                if self._on_this_machine(address):
+                    self.local_ports.setdefault(service.port, service)
+            if is_localhost_name(host):
+                self.local_ports.setdefault(service.port, service)
+
+    def _on_this_machine(self, address: str) -> bool:
+        ip = ipaddress.ip_address(address)
+        return ip.is_loopback or ip.is_unspecified or address in self.machine
+
+    def at(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> OwnService | None:
+        """The service ``host:port`` (at ``path``; connected to at ``addresses``) is, or None."""
+        if port is None:
+            return None
+        host = normalize_host(host)
+        for service in self.by_name.get((host, port), ()):
+            if not service.path or path_key(path).startswith(service.path):
+                return service
+        if is_localhost_name(host) and port in self.local_ports:
+            return self.local_ports[port]
+        for address in filter(None, [_address(host), *map(_address, addresses)]):
+            found = self.by_address.get((address, port))
+            if found is None and self._on_this_machine(address):
+                found = self.local_ports.get(port)
+            if found is not None:
+                return found
+        return None
+
+    def refusal(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> str | None:
+        """Why ``host:port`` is not requested (one of the services), or None."""
+        service = self.at(host, port, path, addresses)
+        if service is None:
+            return None
+        return (
+            f"{normalize_host(host)}:{port} is {service.what} of this installation "
+            f"({service.host}:{service.port}{service.path}): never crawled, whatever the source says"
+        )
+
+
+Refusal = tuple[Status, str]
+
+
+class AddressPolicy:
+    """The internal-address rule of one source: which (host, port) pairs may be internal; and
+    the installation's own services (``own``), which no source may reach."""
+
+    def __init__(self, boundary: Boundary, seeds: Sequence[str], own: OwnServices | None = None) -> None:
         self.boundary = boundary
+        self.own = own if own is not None else OwnServices()
         self.seed_sites: frozenset[tuple[str, int | None]] = frozenset(
             (normalize_host(parts.hostname or ""), _port(parts.scheme, parts))
             for parts in map(urlsplit, seeds)
@@ -97,13 +230,18 @@ class AddressPolicy:
             return True
         return port is not None and self.boundary.admits_site(host, port)
 
-    def refusal(self, host: str, port: int | None, addresses: Iterable[str]) -> str | None:
-        """Why a connection to ``host:port`` at ``addresses`` is refused, or None when allowed.
+    def refusal(self, host: str, port: int | None, addresses: Iterable[str]) -> Refusal | None:
+        """(status, reason) when a connection to ``host:port`` at ``addresses`` is refused, or
+        None when allowed.
 
-        Every address must be allowed: a name that resolves to a public and an internal
-        address could be connected to the internal one. A link-local address (a cloud's
-        metadata service) only for a seed's own site: a domain rule is not enough."""
+        One of the installation's own services never (status 944). Every address must be
+        allowed: a name that resolves to a public and an internal address could be connected
+        to the internal one. A link-local address (a cloud's metadata service) only for a seed's
+        own site: a domain rule is not enough."""
         addresses = list(addresses)
+        own = self.own.refusal(host, port, addresses=addresses)
+        if own is not None:
+            return Status.OWN_SERVICE, own
         internal = [address for address in addresses if is_internal_address(address)]
         if not internal:
             return None
@@ -111,11 +249,12 @@ class AddressPolicy:
         if (where, port) not in self.seed_sites:
             link_local = next((address for address in internal if is_link_local(address)), None)
             if link_local is not None:
-                return f"{where}:{port} is a link-local address ({link_local}), reached only as a seed's own site"
+                reason = f"{where}:{port} is a link-local address ({link_local}), reached only as a seed's own site"
+                return Status.INTERNAL_ADDRESS, reason
         if self.admits(host, port):
             return None
-        where = normalize_host(host)
-        return f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"
+        reason = f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"
+        return Status.INTERNAL_ADDRESS, reason
 
 
 def _port(scheme: str, parts: object) -> int | None:

@@ -61,6 +61,7 @@ class Status(IntEnum):
     INTERNAL_ADDRESS = 941
     URL_TOO_LONG = 942
     REDIRECT_UNREADABLE = 943
+    OWN_SERVICE = 944
 
 
 CRAWLER_CODES: dict[Status, str] = {
@@ -155,6 +156,11 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.URL_TOO_LONG: N_("the URL is longer than SEARCHCRAWL_MAX_URL_LENGTH; never requested"),
     Status.REDIRECT_UNREADABLE: N_(
         "a redirect to a URL that cannot be read (a port that is no number, a broken address); not followed"
+    ),
+    Status.OWN_SERVICE: N_(
+        "refused: one of the installation's own services (a node of its Solr, Tika, the web application, a model or "
+        "embedding server, a metrics endpoint), by its name, an address it resolves to, or a redirect; never "
+        "requested, whatever the source says"
     ),
 }
 

@@ -15,6 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from starlette.datastructures import UploadFile
@@ -135,7 +136,12 @@ async def backup_import(ctx: WebContext, request: Request) -> Response:
     except backup.BackupError as exc:
         return ctx.render(request, "backup.html", 400, plan=None, error=str(exc))
     plan = await in_thread(
-        backup.plan_restore, read, ctx.database, ctx.config.sources_dir, ctx.config.settings, refused_new_source
+        backup.plan_restore,
+        read,
+        ctx.database,
+        ctx.config.sources_dir,
+        ctx.config.settings,
+        partial(refused_new_source, local_seeds=ctx.config.local_seeds),
     )
     logger.info("Web administration: backup planned (%d problems)", len(plan.problems))
     shown = ShownPlan.of(plan)
@@ -157,7 +163,11 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
 
     def restore() -> backup.RestorePlan:
         plan = backup.plan_restore(
-            backup.read_backup(pending["data"]), ctx.database, ctx.config.sources_dir, ctx.config.settings, refused_new_source
+            backup.read_backup(pending["data"]),
+            ctx.database,
+            ctx.config.sources_dir,
+            ctx.config.settings,
+            partial(refused_new_source, local_seeds=ctx.config.local_seeds),
         )
         if plan.ok:
             backup.apply_restore(plan, ctx.database, ctx.config.sources_dir)

@@ -155,6 +155,9 @@ class WebConfig:
     saml: SamlConfig | None = None  # single sign-on with SAML 2.0 (SEARCHCRAWL_SAML_*: saml.py)
     kerberos: KerberosConfig | None = None  # single sign-on with Kerberos (SEARCHCRAWL_KERBEROS_*: kerberos.py)
     sources_dir: Path | None = None
+    # issue 91: the source editor (and a restore) takes new seeds on loopback or link-local
+    # addresses (SEARCHCRAWL_WEB_LOCAL_SEEDS; web/source_files.py guarded_change)
+    local_seeds: bool = False
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
     metrics_token: str | None = field(default=None, repr=False)

@@ -39,11 +39,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.crawl.own_services import addresses_of
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.ops.launchers import run_command
+from searchcrawl.rules.addresses import ip_of, is_local_or_link_local, is_localhost_name
 from searchcrawl.rules.maintenance import recrawl_reasons
 from searchcrawl.store import Database
 from searchcrawl.store.plans import plan_batch
@@ -117,11 +120,12 @@ def valid_name(name: str) -> bool:
     return len(name) <= 200 and bool(SOURCE_NAME.fullmatch(name)) and not name.endswith(".disabled")
 
 
-def guarded_change(saved: str, edited: str) -> str:
+def guarded_change(saved: str, edited: str, local_seeds: bool = False) -> str:
     """Why ``edited`` may not be saved from the browser ("" when it may): a GUARDED_KEYS value
-    added, removed or changed from the ``saved`` text (""), or a seed of this server's files
-    (``file:``) that the saved text does not have. Read as TOML: a text that is none is the
-    loader's to refuse."""
+    added, removed or changed from the ``saved`` text (""), or a seed that the saved text does
+    not have of this server's files (``file:``), or, unless ``local_seeds``
+    (SEARCHCRAWL_WEB_LOCAL_SEEDS), on a loopback or link-local address (``local_seed``). Read as
+    TOML: a text that is none is the loader's to refuse."""
     try:
         old, new = tomllib.loads(saved) if saved else {}, tomllib.loads(edited)
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -135,13 +139,38 @@ def guarded_change(saved: str, edited: str) -> str:
         )
     old_seeds = {str(seed) for seed in old.get("seeds", []) or []} if isinstance(old.get("seeds"), list) else set()
     seeds = new.get("seeds", []) if isinstance(new.get("seeds"), list) else []
-    local = [str(seed) for seed in seeds if str(seed).strip().lower().startswith("file:") and str(seed) not in old_seeds]
+    added = [str(seed) for seed in seeds if str(seed) not in old_seeds]
+    local = [seed for seed in added if seed.strip().lower().startswith("file:")]
     if local:
         return _(
             "seeds: %(seed)s reads this server's files: add file: seeds in the source file on the server",
             seed=repr(local[0][:100]),
         )
+    for seed in added if not local_seeds else []:
+        address = local_seed(seed)
+        if address is not None:
+            return _(
+                "seeds: %(seed)s is on a loopback or link-local address (%(address)s), where this server's own services"
+                " and a cloud's metadata answer: add it in the source file on the server, or allow such seeds with"
+                " SEARCHCRAWL_WEB_LOCAL_SEEDS",
+                seed=repr(seed[:100]),
+                address=address,
+            )
     return ""
+
+
+def local_seed(seed: str) -> str | None:
+    """The loopback or link-local address ``seed``'s host is, or resolves to now (``localhost``
+    and its subdomains without asking), or None: a name that does not resolve is the crawl's
+    address guard's to refuse."""
+    try:
+        host = urlsplit(seed.strip()).hostname or ""
+    except ValueError:
+        return None  # not a URL: the loader's to refuse
+    if is_localhost_name(host):
+        return host
+    addresses = [host] if ip_of(host) is not None else addresses_of([host]).get(host, [])
+    return next((address for address in addresses if is_local_or_link_local(address)), None)
 
 
 @dataclass(frozen=True)
@@ -376,10 +405,11 @@ def indexed_urls(database: Database, name: str, batch: int = 5000) -> Iterator[t
                 yield row.url, int(row.depth or 0)
 
 
-def refused_new_source(text: str) -> str:
+def refused_new_source(text: str, local_seeds: bool = False) -> str:
     """Why the editor refuses ``text`` as a new source's ("" when it takes it): a restore's check of
-    each source of a backup (ops/configuration_backup.py), the editor's own."""
-    return guarded_change("", text)
+    each source of a backup (ops/configuration_backup.py), the editor's own, with the same
+    SEARCHCRAWL_WEB_LOCAL_SEEDS (``local_seeds``)."""
+    return guarded_change("", text, local_seeds)
 
 
 @contextmanager

@@ -122,7 +122,7 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
         old = await in_thread(folder.read, existing) if existing else ""
     except SourceFileError as exc:
         return ctx.render(request, "forbidden.html", 404, reason=str(exc))
-    guarded = guarded_change(old, text)  # before the loader: it imports what a source names
+    guarded = guarded_change(old, text, ctx.config.local_seeds)  # before the loader: it imports what a source names
     if guarded:
         return editor(ctx, request, 400, **page, error=_("%(file)s: %(problem)s", file=name + ".toml", problem=guarded))
     try:

@@ -29,10 +29,14 @@ from twisted.names import client, common, dns, server
 
 from searchcrawl.config.source import ScopeRules
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
-from searchcrawl.rules.addresses import AddressPolicy
+from searchcrawl.rules.addresses import AddressPolicy, OwnService, OwnServices
 from searchcrawl.rules.boundary import Boundary
 
-ANSWERS = {b"rebind.test": ["93.184.216.34", "127.0.0.1"], b"intranet.test": ["127.0.0.1"]}
+ANSWERS = {
+    b"rebind.test": ["93.184.216.34", "127.0.0.1"],
+    b"intranet.test": ["127.0.0.1"],
+    b"solr-alias.test": ["127.0.0.1"],
+}
 asked = []
 
 class Script(common.ResolverBase):
@@ -70,8 +74,12 @@ async def main():
     reactor.installResolver(lookup)
     site = reactor.listenTCP(0, Counting(), interface="127.0.0.1")
     port = site.getHost().port
+    solr = reactor.listenTCP(0, Counting(), interface="127.0.0.1")  # the installation's Solr
+    solr_port = solr.getHost().port
+    own = OwnServices([OwnService("a node of Solr", "127.0.0.1", solr_port)])
+    seeds = [f"http://intranet.test:{port}/", f"http://solr-alias.test:{solr_port}/"]  # the source names it: refused all the same
     guarded = GuardedHostnameResolver(reactor, 100)
-    guarded.add_policy(AddressPolicy(Boundary([f"http://intranet.test:{port}/"], ScopeRules()), [f"http://intranet.test:{port}/"]))
+    guarded.add_policy(AddressPolicy(Boundary(seeds, ScopeRules()), seeds, own))
     guarded.install_on_reactor()
     result = {"port": port, "checked": await lookup.getHostByName("rebind.test")}  # the request's check: public
     result["rebound"] = await connect("rebind.test", port)  # the connection's look-up: 127.0.0.1
@@ -80,6 +88,9 @@ async def main():
     result["again"] = await connect("rebind.test", port)  # a second try: refused again
     result["admitted"] = await connect("intranet.test", port)  # the seed's own site may be internal
     result["accepted"] = Counting.accepted
+    result["own"] = await connect("solr-alias.test", solr_port)  # a name of the installation's Solr
+    result["own_refused"] = guarded.refused.get("solr-alias.test")
+    result["accepted_at_the_end"] = Counting.accepted
     result["asked"] = asked
     print(json.dumps(result), flush=True)
 
@@ -101,10 +112,15 @@ def test_a_name_rebound_to_an_internal_address_after_the_check_gets_no_connectio
     assert result["checked"] == "93.184.216.34"
     assert result["rebound"] == "DNSLookupError"
     assert result["accepted_after_rebinding"] == 0
-    assert result["refused"] == (
-        f"rebind.test:{result['port']} is an internal address (127.0.0.1) and the source's domain and port rules do not admit it"
-    )
+    assert result["refused"] == [
+        941,
+        f"rebind.test:{result['port']} is an internal address (127.0.0.1) and the source's domain and port rules do not admit it",
+    ]
     assert result["again"] == "DNSLookupError"
     assert result["asked"][:2] == ["rebind.test", "rebind.test"]  # the check's look-up, the connection's
     assert result["admitted"] == "connected"
     assert result["accepted"] == 1
+    # issue 91: a name resolving to the installation's Solr (host and port) gets no connection,
+    # though the source names it as a seed
+    assert result["own"] == "DNSLookupError" and result["accepted_at_the_end"] == 1
+    assert result["own_refused"][0] == 944 and "is a node of Solr of this installation" in result["own_refused"][1]

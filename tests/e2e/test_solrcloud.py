@@ -389,3 +389,27 @@ def test_semantic_passages_lie_with_their_documents_and_the_top_k_is_cut_after_m
     assert {placed[doc["parent_id"]].pop() for doc in per_shard} == {"shard1", "shard2"}
     nearest = nearest_documents(trimmed, SemanticModel(model), "how long to cook spaghetti", [], {}, 10)
     assert len(nearest) == 10 and all("pasta" in passage["passage_text"] for _, passage in nearest[:5])
+
+
+def test_a_crawl_never_requests_a_live_node_that_solr_url_does_not_name(cloud: LocalSolrCloud, tmp_path: Path) -> None:
+    """Issue 91: SOLR_URL names one node; the cluster's other live node is the installation's
+    Solr too. The crawl learns the live nodes from the cluster state when it starts and refuses
+    a seed of the other node (944), by host and port."""
+    from searchcrawl.crawl.own_services import live_solr_nodes
+    from searchcrawl.rules.status_codes import Status
+    from searchcrawl.rules.urls import canonical
+    from tests.conftest import Project
+
+    urls = cloud.create_collection("guarded", shards=1, replicas=2)
+    services, _addresses = live_solr_nodes(urls[0], None)
+    assert {f"http://{service.host}:{service.port}/solr" for service in services} == set(cloud.nodes)
+    (tmp_path / "sources").mkdir()
+    project = Project(tmp_path / "data", tmp_path / "sources", urls[0])
+    seed = f"{urls[1]}/select?q=*:*&wt=csv"
+    name = f"cloud-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{seed}"]\nindex_dynamic_pages = true\n')
+    done = project.scrapy("crawl", name)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = project.table().get(name, canonical(seed))
+    assert row is not None and row["status"] == Status.OWN_SERVICE, row
+    assert "is a node of Solr of this installation" in row["reason"]

@@ -18,6 +18,7 @@ from httpx import Response
 from playwright.sync_api import Browser
 from starlette.testclient import TestClient
 
+from searchcrawl.rules.urls import canonical
 from searchcrawl.web.app import create_app
 from tests.conftest import Project, wait_for
 from tests.e2e.test_crawl import source_text, unique
@@ -223,3 +224,65 @@ def test_a_source_is_created_in_a_browser(browser: Browser, project: Project) ->
         page.goto(base + "/admin")
         assert page.locator("a >> text=handbook").count() == 1  # a source of the crawl at once
         page.close()
+
+
+def test_the_editor_refuses_new_local_seeds_and_its_test_crawl_the_installations_solr(
+    project: Project, serve: Any, tmp_path: Path
+) -> None:
+    """Issue 91: the editor took a seed of SOLR_URL's own /select (every document, as one public
+    page) and its test crawl fetched 169.254.169.254. A new loopback or link-local seed is refused
+    (SEARCHCRAWL_WEB_LOCAL_SEEDS allows it); the test crawl refuses the installation's Solr (944)
+    whatever the text says: as a seed the setting let in, and as a redirect's target."""
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    (root / "index.html").write_text('<html><head><title>home</title></head><body><a href="/to-solr">solr</a></body></html>')
+    site.redirect("/to-solr", 302, f"{project.solr_url}/select?q=secret&wt=json")
+    name = unique("local")
+    project.source(name, source_text(site.url + "index.html", max_depth=2, extra="index_dynamic_pages = true\n"))
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    web, _csrf = editor_client(project)
+    path = f"/admin/source-files/{name}"
+    form = form_of(web.get(path).text)
+    dump = f"{project.solr_url}/select?fl=url,content&q=*:*&wt=csv"
+    for seed in (dump, "http://169.254.169.254/latest/meta-data/"):
+        text = form["text"].replace(f'seeds = ["{site.url}index.html"]', f'seeds = ["{site.url}index.html", "{seed}"]')
+        assert text != form["text"]
+        refused = web.post(path, data={**form, "text": text, "action": "test"})
+        assert refused.status_code == 400 and "loopback or link-local address" in refused.text, refused.text[-2000:]
+    allowed = TestClient(
+        create_app(web_config(project, sources_dir=project.sources_dir, local_seeds=True)), base_url="http://127.0.0.1"
+    )
+    login(allowed)
+    text = form["text"].replace(f'seeds = ["{site.url}index.html"]', f'seeds = ["{site.url}index.html", "{dump}"]')
+    tested = allowed.post(path, data={**form_of(allowed.get(path).text), "text": text, "action": "test"})
+    assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
+    said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
+    refused = f"{canonical(dump)} {project.solr_url}/select?q=secret&wt=json"  # the seed, the redirect's target
+    assert f"new: 1 {site.url}index.html" in said and f"excluded: 2 {refused}" in said, said[:3000]
+
+
+def test_a_test_crawl_refuses_the_web_application_that_started_it(project: Project, serve: Any, tmp_path: Path) -> None:
+    """`scrapy web --port N` tells the crawls it starts where it listens (and its -s settings):
+    a test crawl took the web application for 127.0.0.1:8080 and fetched its pages on port N."""
+    import httpx
+
+    from tests.web_site import PASSWORD as WEB_PASSWORD
+    from tests.web_site import web_served
+
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    name = unique("self")
+    with web_served(project) as base:
+        (root / "index.html").write_text(
+            f'<html><head><title>home</title></head><body><a href="{base}/">search</a></body></html>'
+        )
+        project.source(name, source_text(site.url + "index.html", max_depth=2, extra='domains = { include = ["127.0.0.1"] }\n'))
+        with httpx.Client(base_url=base, timeout=300) as web:
+            login(web, password=WEB_PASSWORD)  # type: ignore[arg-type]  # an httpx client, as TestClient is one
+            path = f"/admin/source-files/{name}"
+            tested = web.post(path, data={**form_of(web.get(path).text), "action": "test"})
+    assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
+    said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
+    assert f"new: 1 {site.url}index.html" in said and f"excluded: 1 {base}/" in said, said[:3000]

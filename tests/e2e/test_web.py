@@ -59,12 +59,12 @@ def hits(page: str) -> list[tuple[str, str]]:
     return re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"[^>]*>(.*?)</a>', page)
 
 
-def login(web: TestClient, prefix: str = "") -> str:
+def login(web: TestClient, prefix: str = "", password: str = PASSWORD) -> str:
     """Log in; returns the session's CSRF token."""
     form = web.get(prefix + "/admin/login")
     token = re.search(r'name="login_token" value="([^"]+)"', form.text)[1]
     answer = web.post(
-        prefix + "/admin/login", data={"login_token": token, "username": "admin", "password": PASSWORD}, follow_redirects=False
+        prefix + "/admin/login", data={"login_token": token, "username": "admin", "password": password}, follow_redirects=False
     )
     assert answer.status_code == 303, answer.text
     page = web.get(prefix + "/admin")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -357,6 +358,22 @@ def test_a_source_the_editor_refuses_is_refused_by_a_restore_and_named(tmp_path:
     with pytest.raises(backup.BackupError):
         backup.apply_restore(plan, target_db, target)
     assert not any(target.iterdir())
+
+
+def test_a_restore_refuses_a_loopback_or_link_local_seed_unless_the_editor_allows_them(tmp_path: Path) -> None:
+    """Restore is the editor's check with the editor's setting: a seed on Solr's own loopback
+    address, or the cloud's metadata address, is refused as the editor refuses it, and taken where
+    SEARCHCRAWL_WEB_LOCAL_SEEDS lets the editor take it."""
+    for seed in ("http://127.0.0.1:8983/solr/searchcrawl/select?q=*:*&wt=csv", "http://169.254.169.254/latest/"):
+        text = f'seeds = ["{seed}"]\n'
+        plan, _db, _target = plan_of(tmp_path / "refused" / str(len(seed)), {"a": {"a.toml": text}})
+        assert len(plan.problems) == 1 and "loopback or link-local" in plan.problems[0], plan.problems
+        database, folder = installation(tmp_path / "allowed" / str(len(seed)) / "a")
+        exported = {**export(database, folder), "sources": {"a": {"a.toml": text}}}
+        target_db, target = installation(tmp_path / "allowed" / str(len(seed)) / "b")
+        allowed = partial(refused_new_source, local_seeds=True)
+        plan = backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {}, allowed, False)
+        assert plan.ok, plan.problems
 
 
 def test_the_servers_administrator_restores_a_source_the_editor_refuses_and_the_plan_says_so(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ def test_the_project_metrics_parse_and_say_what_the_database_holds(tmp_path: Pat
 def test_status_classes() -> None:
     """One rule for the web's metrics, the crawl's and the runs' failure counts (they disagreed:
     600-899 "other" here, "6xx".."8xx" in the crawl's, a site's 999 "9xx")."""
-    codes = (None, 100, 200, 301, 404, 503, 650, 800, 900, 921, 943, 944, 999, 42)
+    codes = (None, 100, 200, 301, 404, 503, 650, 800, 900, 921, 943, 949, 999, 42)
     assert [status_class(code) for code in codes] == [
         "none",
         "other",

@@ -142,6 +142,41 @@ def test_a_seed_of_this_servers_files_is_not_added_in_the_browser() -> None:
     assert guarded_change(local, local.replace("max_depth = 3", "max_depth = 2")) == ""
 
 
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "http://127.0.0.1:8983/solr/searchcrawl/select?q=*:*&wt=csv&fl=url,content",
+        "http://localhost:8080/admin/",
+        "http://LOCALHOST./",
+        "http://solr.localhost:8983/",
+        "http://[::1]/",
+        "http://0.0.0.0:8983/",
+        "http://2130706433:8983/",  # 127.0.0.1, as getaddrinfo reads it
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/",
+        "http://[::ffff:169.254.169.254]/",
+    ],
+)
+def test_a_new_loopback_or_link_local_seed_is_not_added_in_the_browser(seed: str) -> None:
+    """Issue 91: a seed of SOLR_URL's own /select published every document as one public page; a
+    test crawl fetched 169.254.169.254. A seed the saved text does not have, on a loopback or
+    link-local address, is refused unless SEARCHCRAWL_WEB_LOCAL_SEEDS allows it; one the saved
+    file has stays (it was written on the server)."""
+    edited = GOOD.replace('seeds = ["https://intranet.example/"]', f'seeds = ["https://intranet.example/", "{seed}"]')
+    refused = guarded_change(GOOD, edited)
+    assert "loopback or link-local address" in refused and "SEARCHCRAWL_WEB_LOCAL_SEEDS" in refused
+    new_source = edited.replace('seed_files = ["lists/more.txt"]\n', "")
+    assert "loopback or link-local address" in guarded_change("", new_source)  # a new source neither
+    assert guarded_change(GOOD, edited, local_seeds=True) == ""
+    assert guarded_change(edited, edited.replace("max_depth = 3", "max_depth = 2")) == ""  # kept as saved
+
+
+def test_a_seed_on_another_address_is_added_in_the_browser() -> None:
+    for seed in ["http://10.0.0.5/", "http://192.168.1.1:8983/", "https://h.test/", "http://127.0.0.1.example/"]:
+        edited = GOOD.replace('seeds = ["https://intranet.example/"]', f'seeds = ["https://intranet.example/", "{seed}"]')
+        assert guarded_change(GOOD, edited) == "", seed
+
+
 def test_a_name_with_a_trailing_newline_is_no_source_name() -> None:
     assert not valid_name("intranet\n") and valid_name("intranet")
 

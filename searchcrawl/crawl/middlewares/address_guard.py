@@ -10,6 +10,12 @@ goes through ``GuardedHostnameResolver`` (searchcrawl/crawl/resolver.py), which 
 to the addresses it connects to, so an answer that changes between this check and the connection
 (DNS rebinding) gets no connection either.
 
+Above that rule, the installation's own services (searchcrawl/crawl/own_services.py: every
+node of its Solr, a SolrCloud's live nodes, Tika, the web application, the model servers, the
+metrics endpoints) are refused with status 944, whatever the source says: by their name and port
+here (also a redirect's target, which passes here again), and by the addresses a name is connected
+to in the resolver.
+
 Schemes: only http and https reach the network. ``file:`` URLs (file sources only; the download
 handler is off otherwise) are read only when the real path, links resolved, is below a seed's
 folder. Anything else is refused with status 900.
@@ -31,17 +37,23 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
+from twisted.internet.threads import deferToThread
+from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of
+from searchcrawl.crawl.own_services import live_solr_nodes, own_services_of
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
-from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
+from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnService, OwnServices, Refusal, ip_of, site_of_url
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
 
@@ -62,17 +74,30 @@ class AddressGuardMiddleware:
     """The internal-address guard (see the module's docstring), from the source (its seeds,
     proxy and fetch origins), its boundary, and its agent's scheme (None: a web source)."""
 
-    def __init__(self, crawler: Crawler, source: Source, boundary: Boundary, agent_scheme: str | None = None) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        source: Source,
+        boundary: Boundary,
+        agent_scheme: str | None = None,
+        own: OwnServices | None = None,
+    ) -> None:
         self.crawler = crawler
         # the source's [proxy] is a site it names, as a seed is: it may be an internal address
         proxy = source.settings.proxy
         # so are the origins an agent's documents are downloaded from (fetch_origins)
         admitted = source.seed_urls + ((proxy.url,) if proxy else ()) + tuple(source.settings.fetch_origins)
-        self.policy = AddressPolicy(boundary, admitted)
+        self.policy = AddressPolicy(boundary, admitted, own)
+        browser_guard = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
+        if isinstance(browser_guard, BrowserRequestGuard):
+            browser_guard.policy = self.policy  # what the browser loads: the crawl's one policy
         self.folders = file_folders(source.seed_urls)
         # a source's agent answers its own scheme's URLs (crawl/handlers/agent.py): no network
         self.agent_scheme = agent_scheme
         self.resolver: GuardedHostnameResolver | None = None
+        # a SolrCloud's live nodes, asked for when the engine starts; requests wait for the answer
+        self.learning: Deferred[Any] | None = None
+        self.waiting: list[Deferred[None]] = []
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
@@ -80,7 +105,8 @@ class AddressGuardMiddleware:
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
         agent = getattr(crawler.spider, "agent", None)  # a source of another type: its spider's
         boundary = admission_of(crawler).chain.boundary
-        return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None)
+        own = own_services_of(crawler.settings.get)
+        return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None, own)
 
     def engine_started(self) -> None:
         from twisted.internet import reactor
@@ -95,6 +121,35 @@ class AddressGuardMiddleware:
                 "addresses are checked when a request is made, not again when it connects"
             )
 
+        self.learn_solr_nodes()
+
+    def learn_solr_nodes(self) -> None:
+        """Ask a SolrCloud for its live nodes (on a thread): they are refused like SOLR_URL's."""
+        settings = self.crawler.settings
+        self.learning = deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings))
+        self.learning.addCallbacks(self._learnt, self._not_learnt)
+
+    def _learnt(self, found: tuple[list[OwnService], dict[str, list[str]]]) -> None:
+        self.policy.own.add(*found)
+        self._release()
+
+    def _not_learnt(self, failure: Failure) -> None:
+        logger.debug("No SolrCloud live nodes learnt: %s", failure.value)
+        self._release()
+
+    def _release(self) -> None:
+        """The requests waiting for the live nodes go on."""
+        for waiter in self.waiting:
+            waiter.callback(None)
+        self.waiting.clear()
+
+    async def solr_nodes_learnt(self) -> None:
+        """Wait until the SolrCloud's live nodes are known (or its asking failed)."""
+        if self.learning is not None and not self.learning.called:
+            waiter: Deferred[None] = Deferred()
+            self.waiting.append(waiter)
+            await maybe_deferred_to_future(waiter)
+
     def engine_stopped(self) -> None:
         if self.resolver is not None:
             self.resolver.remove_policy(self.policy)
@@ -106,6 +161,7 @@ class AddressGuardMiddleware:
         if scheme == "file" and self.folders:
             self._check_file(request.url)
             return
+        await self.solr_nodes_learnt()
         refused = await check_url(self.policy, request.url)
         if refused is not None:
             logger.debug("Refused (%s): %s", refused[1], request.url)
@@ -115,9 +171,9 @@ class AddressGuardMiddleware:
         """A connection the resolver refused fails as a DNS error: give it the guard's status."""
         if isinstance(exception, DNSLookupError) and self.resolver is not None:
             host = (urlsplit(request.url).hostname or "").lower()
-            reason = self.resolver.refused.get(host)
-            if reason is not None:
-                raise RequestRefused(Status.INTERNAL_ADDRESS, reason)
+            refused = self.resolver.refused.get(host)
+            if refused is not None:
+                raise RequestRefused(*refused)
 
     def _check_file(self, url: str) -> None:
         path = os.path.realpath(unquote(urlsplit(url).path))
@@ -125,27 +181,45 @@ class AddressGuardMiddleware:
             raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
 
 
-async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False) -> tuple[Status, str] | None:
+async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False) -> Refusal | None:
     """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
-        other than http(s), a name that does not resolve, or an internal address the policy does
-        not admit. Names are resolved only for a host and port the policy does not admit anyway (the
-    crawl's resolver checks the addresses an admitted name is connected to)."""
+    other than http(s), one of the installation's own services, a name that does not resolve,
+    or an internal address the policy does not admit. Names are resolved only for a host and
+    port the policy does not admit anyway (the crawl's resolver checks the addresses an
+    admitted name is connected to)."""
     scheme, host, port = site_of_url(url)
     if scheme not in SAFE_SCHEMES:
         return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
-    literal = ip_of(host)
-    if literal is None and policy.admits(host, port) and not connects_itself:
+    own = policy.own.refusal(host, port, urlsplit(url).path or "/")
+    if own is not None:
+        return Status.OWN_SERVICE, own
+    if ip_of(host) is None and policy.admits(host, port) and not connects_itself:
         return None  # a name the rules admit: the crawl's resolver checks what it is connected to
-    if literal is not None:  # an address is checked here, whatever the rules (link-local: seeds only)
-        addresses = [str(literal)]
-    else:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
-        addresses = sorted({str(info[4][0]) for info in infos})
-    refusal = policy.refusal(host, port, addresses)
-    return None if refusal is None else (Status.INTERNAL_ADDRESS, refusal)
+    addresses = await addresses_now(host, port)
+    if addresses is None:
+        return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
+    return policy.refusal(host, port, addresses)
+
+
+async def addresses_now(host: str, port: int | None) -> list[str] | None:
+    """The addresses ``host`` is (an address) or resolves to now; None when it does not resolve."""
+    literal = ip_of(host)
+    if literal is not None:
+        return [str(literal)]
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    return sorted({str(info[4][0]) for info in infos})
+
+
+async def own_service_refusal(policy: AddressPolicy, url: str) -> str | None:
+    """Why ``url`` is one of the installation's own services (by its name and path, or an address
+    its name resolves to now), or None: for what an agent asks its repository itself."""
+    _scheme, host, port = site_of_url(url)
+    if not host or port is None:
+        return None  # a local path, or a scheme of no known port: no service of this installation
+    return policy.own.refusal(host, port, urlsplit(url).path or "/", await addresses_now(host, port) or [])
 
 
 class BrowserRequestGuard:

@@ -175,3 +175,43 @@ def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path
     assert asyncio.run(check_url(policy, "http://meta.corp.test/latest/")) is None  # the crawl: its resolver decides
     refused = asyncio.run(check_url(policy, "http://meta.corp.test/latest/", connects_itself=True))
     assert refused is not None and refused[0] == Status.INTERNAL_ADDRESS and "link-local" in refused[1]
+
+
+def test_the_installations_own_services_are_refused_whatever_the_source_says(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 91: a source whose seed is SOLR_URL's own /select indexed Solr's CSV of every
+    document as one public page. Every node of SOLR_URL, Tika, the web application, the model
+    servers and the metrics endpoints are refused (944), as a seed, under any name or address of
+    this machine; by host and port: a site on another port of the same host is crawled."""
+    solr = "http://127.0.0.1:8765/solr/searchcrawl"
+    dump = f"{solr}/select?q=*:*&wt=csv&fl=url,content"
+    middleware = build_from_crawler(
+        AddressGuardMiddleware,
+        source_crawler(
+            tmp_path,
+            f'seeds = ["{dump}", "http://127.0.0.1:8766/"]\nindex_dynamic_pages = true\n'
+            'domains = { include = ["127.0.0.1", "localhost"] }\n',
+            SOLR_URL=f"http://127.0.0.1:8764/solr/searchcrawl,{solr}",
+            SEARCHCRAWL_TIKA_URL="http://localhost:8767",
+            SEARCHCRAWL_ANSWERS_URL="http://127.0.0.1:8768/v1",
+            SEARCHCRAWL_METRICS_PORT=8769,
+        ),
+    )
+    with caplog.at_level("DEBUG", logger="searchcrawl.crawl.middlewares.address_guard"):
+        assert check(middleware, dump) == Status.OWN_SERVICE
+    assert "Refused (127.0.0.1:8765 is a node of Solr of this installation" in caplog.text
+    for url in [
+        "http://127.0.0.1:8764/solr/admin/cores",  # every node of SOLR_URL
+        "http://localhost:8765/solr/searchcrawl/select",  # a name of it
+        "http://127.0.0.2:8765/",  # another address of this machine
+        "http://[::1]:8765/",
+        "http://0.0.0.0:8765/",
+        "http://127.0.0.1:8767/tika",  # Tika, named localhost
+        "http://127.0.0.1:8768/v1/chat/completions",  # the answers' model server
+        "http://127.0.0.1:8769/metrics",  # a crawl's metrics
+        "http://127.0.0.1:8080/admin/source-files",  # the web application (its default address)
+    ]:
+        assert check(middleware, url) == Status.OWN_SERVICE, url
+    assert check(middleware, "http://127.0.0.1:8766/docs/") is None  # a site beside them
+    assert check(middleware, "http://localhost:8770/") is None

@@ -1,0 +1,132 @@
+"""The installation's own services, read from its settings, with the addresses they answer at:
+what no crawl requests, whatever its source says (searchcrawl/rules/addresses.py ``OwnServices``;
+docs/security.md, "The installation's own services").
+
+The settings that name them are ``OWN_SERVICE_SETTINGS``: every node of ``SOLR_URL`` (and, on a
+SolrCloud, every live node its cluster state names, learnt when the crawl starts), Tika, the web
+application (where it listens, and its public addresses behind a proxy), a remote embedding model
+and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
+once, when the crawl starts, as are this machine's own addresses (a service on this machine
+answers at each of them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.rules.addresses import OwnService, OwnServices, ip_of
+from searchcrawl.semantic.embedders import DimensionMismatch, ModelSpec
+
+logger = logging.getLogger(__name__)
+
+# The settings that say where the installation's services are: the crawls `scrapy web` starts
+# inherit them (commands/web.py), so that a test crawl knows the server it was started from.
+OWN_SERVICE_SETTINGS = (
+    "SOLR_URL",
+    "SEARCHCRAWL_TIKA_URL",
+    "SEARCHCRAWL_WEB_HOST",
+    "SEARCHCRAWL_WEB_PORT",
+    "SEARCHCRAWL_WEB_PUBLIC_URL",
+    "SEARCHCRAWL_NOTIFY_BASE_URL",
+    "SEARCHCRAWL_EMBEDDINGS",
+    "SEARCHCRAWL_EMBEDDINGS_PREVIOUS",
+    "SEARCHCRAWL_ANSWERS_URL",
+    "SEARCHCRAWL_METRICS_ADDRESS",
+    "SEARCHCRAWL_METRICS_PORT",
+    "SEARCHCRAWL_SCRAPYD_URL",
+)
+
+
+def own_services(get: Callable[[str], Any]) -> list[OwnService]:
+    """The services the settings name (``get``: a settings object's get), as host, port (and a
+    path for an address behind a proxy)."""
+    found = [OwnService.of_url("a node of Solr", url) for url in str(get("SOLR_URL") or "").split(",")]
+    found.append(OwnService.of_url("Tika", str(get("SEARCHCRAWL_TIKA_URL") or "")))
+    found.append(_listening("the web application", get("SEARCHCRAWL_WEB_HOST"), get("SEARCHCRAWL_WEB_PORT")))
+    for name in ("SEARCHCRAWL_WEB_PUBLIC_URL", "SEARCHCRAWL_NOTIFY_BASE_URL"):
+        found.append(OwnService.of_url("the web application", str(get(name) or ""), behind_proxy=True))
+    for name in ("SEARCHCRAWL_EMBEDDINGS", "SEARCHCRAWL_EMBEDDINGS_PREVIOUS"):
+        try:
+            spec = ModelSpec.parse(str(get(name) or ""))
+        except DimensionMismatch:
+            spec = None  # the crawl refuses it when it starts its embedder
+        if spec is not None and spec.kind == "openai":
+            found.append(OwnService.of_url("the embedding model's server", spec.location))
+    found.append(OwnService.of_url("the answers' model server", str(get("SEARCHCRAWL_ANSWERS_URL") or "")))
+    found.append(_listening("a crawl's metrics endpoint", get("SEARCHCRAWL_METRICS_ADDRESS"), get("SEARCHCRAWL_METRICS_PORT")))
+    found.append(OwnService.of_url("scrapyd", str(get("SEARCHCRAWL_SCRAPYD_URL") or "")))
+    return [service for service in found if service is not None]
+
+
+def own_service_environ(get: Callable[[str], Any], web_host: str, web_port: int) -> dict[str, str]:
+    """The environment that tells a crawl `scrapy web` starts where the installation's services
+    are (its settings are read from the environment): the settings as this server has them
+    (``-s`` included), and the address it listens on (``--host``, ``--port``)."""
+    environ = {name: str(get(name)) for name in OWN_SERVICE_SETTINGS if get(name) not in (None, "")}
+    environ.update(SEARCHCRAWL_WEB_HOST=str(web_host), SEARCHCRAWL_WEB_PORT=str(web_port))
+    return environ
+
+
+def _listening(what: str, host: Any, port: Any) -> OwnService | None:
+    """The service listening at ``host:port`` (a port of 0 or none: not listening)."""
+    try:
+        number = int(port or 0)
+    except (TypeError, ValueError):
+        return None
+    if not 0 < number < 65536:
+        return None
+    host = str(host or "127.0.0.1").strip()
+    return OwnService.of_url(what, f"http://{f'[{host}]' if ':' in host else host}:{number}/")
+
+
+def addresses_of(hosts: Iterable[str]) -> dict[str, list[str]]:
+    """Each name's addresses, as this machine resolves them now (a name that does not resolve: none)."""
+    found: dict[str, list[str]] = {}
+    for host in set(hosts):
+        if ip_of(host) is not None or not host:
+            continue
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            continue
+        found[host] = sorted({str(info[4][0]) for info in infos})
+    return found
+
+
+def machine_addresses() -> list[str]:
+    """This machine's own addresses, as its host name resolves (a service listening on every
+    interface answers at each)."""
+    return addresses_of([socket.gethostname()]).get(socket.gethostname(), [])
+
+
+def own_services_of(get: Callable[[str], Any]) -> OwnServices:
+    """The installation's services (``own_services``) with their names' addresses and this machine's."""
+    services = own_services(get)
+    return OwnServices(services, addresses_of(service.host for service in services), machine_addresses())
+
+
+LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes
+
+
+def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> tuple[list[OwnService], dict[str, list[str]]]:
+    """A SolrCloud's live nodes (its cluster state's, through any node of ``solr_url``), with
+    their names' addresses: the nodes SOLR_URL does not name are the installation's too. A
+    standalone Solr, or none answering: none (SOLR_URL's own nodes are refused all the same)."""
+    index = SolrIndex(solr_url, timeout=LIVE_NODES_TIMEOUT, auth=auth)
+    try:
+        answer = index.request("get", "admin/collections?action=CLUSTERSTATUS&wt=json", "did not name its live nodes", node=True)
+        live = json.loads(answer).get("cluster", {}).get("live_nodes") or []
+    except (IndexingError, ValueError, AttributeError) as exc:
+        logger.debug("No SolrCloud live nodes learnt (a standalone Solr, or none answers): %s", exc)
+        return [], {}
+    scheme = urlsplit(solr_url.split(",")[0]).scheme or "http"
+    nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{str(node).split('_', 1)[0]}/") for node in live]
+    services = [node for node in nodes if node is not None]
+    logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
+    return services, addresses_of(node.host for node in services)

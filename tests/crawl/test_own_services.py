@@ -1,0 +1,65 @@
+"""The installation's own services as its settings name them (crawl/own_services.py): every node
+of SOLR_URL, Tika, the web application (where it listens, its public addresses), the remote model
+servers, the crawl's metrics endpoint and scrapyd; nothing for a setting that is off."""
+
+from __future__ import annotations
+
+from searchcrawl import settings as project_settings
+from searchcrawl.crawl.own_services import OWN_SERVICE_SETTINGS, own_service_environ, own_services
+from searchcrawl.rules.addresses import OwnService
+
+
+def test_every_service_the_settings_name() -> None:
+    settings = {
+        "SOLR_URL": "http://user:secret@solr1.test:8983/solr/docs, http://solr2.test:8984/solr/docs",
+        "SEARCHCRAWL_TIKA_URL": "http://127.0.0.1:9998",
+        "SEARCHCRAWL_WEB_HOST": "::",
+        "SEARCHCRAWL_WEB_PORT": "8080",
+        "SEARCHCRAWL_WEB_PUBLIC_URL": "https://intranet.test/search/",
+        "SEARCHCRAWL_EMBEDDINGS": "openai:http://models.test:11434/v1?model=m&dimension=384",
+        "SEARCHCRAWL_EMBEDDINGS_PREVIOUS": "wordllama",
+        "SEARCHCRAWL_ANSWERS_URL": "http://models.test:8000/v1",
+        "SEARCHCRAWL_METRICS_ADDRESS": "127.0.0.1",
+        "SEARCHCRAWL_METRICS_PORT": 9410,
+        "SEARCHCRAWL_SCRAPYD_URL": "http://scrapyd.test:6800",
+    }
+    assert set(settings) <= set(OWN_SERVICE_SETTINGS)
+    assert own_services(settings.get) == [
+        OwnService("a node of Solr", "solr1.test", 8983),
+        OwnService("a node of Solr", "solr2.test", 8984),
+        OwnService("Tika", "127.0.0.1", 9998),
+        OwnService("the web application", "::", 8080),
+        OwnService("the web application", "intranet.test", 443, "/search/"),
+        OwnService("the embedding model's server", "models.test", 11434),
+        OwnService("the answers' model server", "models.test", 8000),
+        OwnService("a crawl's metrics endpoint", "127.0.0.1", 9410),
+        OwnService("scrapyd", "scrapyd.test", 6800),
+    ]
+
+
+def test_the_defaults_name_solr_and_the_web_application_only() -> None:
+    defaults = {name: getattr(project_settings, name) for name in OWN_SERVICE_SETTINGS}
+    assert own_services(defaults.get) == [
+        OwnService("a node of Solr", "127.0.0.1", 8983),
+        OwnService("the web application", "127.0.0.1", 8080),
+    ]
+    assert own_services({"SOLR_URL": "", "SEARCHCRAWL_WEB_PORT": "none", "SEARCHCRAWL_EMBEDDINGS": "bogus:x"}.get) == []
+
+
+def test_the_crawls_scrapy_web_starts_are_told_its_services_and_its_own_address() -> None:
+    """`scrapy web --port 9000 -s SEARCHCRAWL_TIKA_URL=...`: a test crawl it starts read only the
+    environment, and took the web application for 127.0.0.1:8080 and knew no Tika."""
+    settings = {
+        "SOLR_URL": "http://127.0.0.1:8983/solr/x",
+        "SEARCHCRAWL_TIKA_URL": "http://127.0.0.1:9998",
+        "SEARCHCRAWL_METRICS_PORT": 0,
+    }
+    environ = own_service_environ(settings.get, "::", 9000)
+    assert environ == {
+        "SOLR_URL": "http://127.0.0.1:8983/solr/x",
+        "SEARCHCRAWL_TIKA_URL": "http://127.0.0.1:9998",
+        "SEARCHCRAWL_METRICS_PORT": "0",
+        "SEARCHCRAWL_WEB_HOST": "::",
+        "SEARCHCRAWL_WEB_PORT": "9000",
+    }
+    assert OwnService("the web application", "::", 9000) in own_services(environ.get)

@@ -1,0 +1,57 @@
+"""Issue 91: a source whose seed was SOLR_URL's own ``/select?q=*:*&wt=csv&fl=url,content``
+indexed Solr's CSV of every document (the private ones included) as one public page. A real crawl
+against the test Solr and a site on 127.0.0.1 beside it: the Solr is refused (944) as a seed, as a
+redirect's target and under another name of this machine (``localhost``), although the source's
+domain rule admits every port of 127.0.0.1; the site on another port of the same address is
+crawled and indexed. The unit tests of the rule: tests/rules/test_own_services.py and
+tests/crawl/middlewares/test_address_guard.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
+from tests.conftest import Project, solr_docs
+from tests.e2e.test_crawl import unique
+from tests.e2e.test_redirects import page
+
+
+def test_a_source_never_crawls_the_installations_solr(project: Project, serve: Any, tmp_path: Path, solr: Any) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    solr_port = urlsplit(project.solr_url).port
+    dump = f"{project.solr_url}/select?fl=url,content&q=*:*&wt=csv"
+    renamed = f"http://localhost:{solr_port}/solr/admin/cores?action=STATUS"
+    (root / "index.html").write_text(page("home", ["/to-solr", renamed, "about.html"]))
+    (root / "about.html").write_text(page("about"))
+    site.redirect("/to-solr", 302, f"{project.solr_url}/select?q=secret&wt=json")
+    name = unique("own")
+    project.source(
+        name,
+        f'seeds = ["{site.url}index.html", "{dump}"]\nmax_depth = 2\nindex_dynamic_pages = true\n'
+        'domains = { include = ["127.0.0.1", "localhost"] }\n',
+    )
+    done = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG")
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = project.table()
+    refused = {row["url"]: row["reason"] for row in table.rows(name, status=Status.OWN_SERVICE, limit=100)}
+    assert set(refused) == {canonical(dump), renamed, f"{project.solr_url}/select?q=secret&wt=json"}, table.rows(name, limit=100)
+    assert all("a node of Solr of this installation" in reason for reason in refused.values()), refused
+    assert table.get(name, site.url + "to-solr")["status"] == 302  # followed by the policy; its target refused
+    assert "is a node of Solr of this installation" in done.stderr  # the DEBUG line of each refusal
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "about.html"}
+
+
+def test_an_agent_never_asks_the_installations_solr(project: Project) -> None:
+    """An agent that asks its repository itself (here WebDAV, whose root is the Solr's collection)
+    never sends the installation's Solr a request: the run fails before anything is listed."""
+    name = unique("own-dav")
+    project.source(name, f'type = "webdav"\n[webdav]\nroot = "{project.solr_url}/"\n[access]\npublic = true\n')
+    done = project.scrapy("crawl", name)
+    assert f"The listing of {name} is refused: 127.0.0.1:" in done.stderr, done.stderr[-3000:]
+    assert "is a node of Solr of this installation" in done.stderr
+    assert "PROPFIND" not in done.stderr and "answered HTTP" not in done.stderr

@@ -1,0 +1,71 @@
+"""The installation's own services (rules/addresses.py ``OwnServices``) as plain decisions: a
+service is met by its name and port, by an address its name resolved to on its port, and, when it
+runs on this machine, on its port at any of this machine's addresses; another port of the same host
+is a site like any other (the project's tests crawl sites on 127.0.0.1 beside their Solr)."""
+
+from __future__ import annotations
+
+from searchcrawl.config.source import ScopeRules
+from searchcrawl.rules.addresses import AddressPolicy, OwnService, OwnServices
+from searchcrawl.rules.boundary import Boundary
+from searchcrawl.rules.status_codes import Status
+
+SOLR = OwnService("a node of Solr", "127.0.0.1", 8983)
+REMOTE = OwnService("Tika", "tika.corp.test", 9998)
+PUBLIC = OwnService.of_url("the web application", "https://intranet.corp.test/search", behind_proxy=True)
+
+
+def services() -> OwnServices:
+    assert PUBLIC is not None
+    return OwnServices([SOLR, REMOTE, PUBLIC], {"tika.corp.test": ["10.0.0.9"]}, machine=["10.0.0.5"])
+
+
+def test_a_service_is_met_by_its_name_or_address_and_port_not_by_its_host_alone() -> None:
+    own = services()
+    assert own.at("127.0.0.1", 8983) == SOLR
+    assert own.at("127.0.0.1", 8984) is None  # a site beside it: the source's to crawl
+    assert own.at("tika.corp.test", 9998) == REMOTE
+    assert own.at("TIKA.corp.test.", 9998) == REMOTE  # spellings normalise
+    assert own.at("tika.corp.test", 80) is None
+    assert own.at("10.0.0.9", 9998) == REMOTE  # the address its name resolved to
+    assert own.at("alias.corp.test", 9998, addresses=["10.0.0.9"]) == REMOTE  # a name resolving to it
+    assert own.at("alias.corp.test", 9998, addresses=["10.0.0.8"]) is None
+
+
+def test_a_service_on_this_machine_answers_at_each_of_its_addresses() -> None:
+    own = services()
+    for host in ["127.0.0.2", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1", "10.0.0.5", "[::1]"]:
+        assert own.at(host, 8983) == SOLR, host
+    assert own.at("localhost.", 8983, addresses=["127.0.0.1"]) == SOLR
+    assert own.at("rebound.test", 8983, addresses=["93.184.216.34", "127.0.0.3"]) == SOLR  # any address counts
+    assert own.at("10.0.0.6", 8983) is None  # another machine's 8983
+    assert own.at("127.0.0.1", 9998) is None  # Tika runs elsewhere: this machine's 9998 is a site
+    named = OwnServices([OwnService("scrapyd", "localhost", 6800)])
+    assert named.at("127.0.0.1", 6800) is not None and named.at("[::1]", 6800) is not None
+
+
+def test_a_public_address_behind_a_proxy_is_met_by_name_port_and_path_only() -> None:
+    own = services()
+    assert own.at("intranet.corp.test", 443, "/search") == PUBLIC
+    assert own.at("intranet.corp.test", 443, "/search/admin/source-files") == PUBLIC
+    for spelling in ["/%53earch/", "//search", "/wiki/../search/x", "/SEARCH", "\\search", "/x%2F..%2Fsearch"]:
+        assert own.at("intranet.corp.test", 443, spelling) == PUBLIC, spelling  # as the proxy's server may read it
+    assert own.at("intranet.corp.test", 443, "/searching") is None
+    assert own.at("intranet.corp.test", 443, "/wiki/") is None  # the proxy's other sites
+    assert own.at("other.corp.test", 443, "/search", addresses=["10.0.0.7"]) is None
+
+
+def test_the_policy_refuses_a_service_whatever_the_source_admits() -> None:
+    seed = "http://127.0.0.1:8983/solr/searchcrawl/select?q=*:*&wt=csv&fl=url,content"
+    policy = AddressPolicy(Boundary([seed], ScopeRules()), [seed], services())
+    refusal = policy.refusal("127.0.0.1", 8983, ["127.0.0.1"])
+    assert refusal is not None and refusal[0] == Status.OWN_SERVICE
+    assert refusal[1] == (
+        "127.0.0.1:8983 is a node of Solr of this installation (127.0.0.1:8983): never crawled, whatever the source says"
+    )
+    public = policy.refusal("solr.example.org", 8983, ["93.184.216.34", "127.0.0.1"])
+    assert public is not None and public[0] == Status.OWN_SERVICE
+    assert policy.refusal("127.0.0.1", 8983, ["127.0.0.9"]) is not None
+    site = AddressPolicy(Boundary(["http://127.0.0.1:8765/"], ScopeRules()), ["http://127.0.0.1:8765/"], services())
+    assert site.refusal("127.0.0.1", 8765, ["127.0.0.1"]) is None  # a seed's site beside the services
+    assert AddressPolicy(Boundary([seed], ScopeRules()), [seed]).refusal("127.0.0.1", 8983, ["127.0.0.1"]) is None
