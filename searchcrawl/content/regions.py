@@ -131,7 +131,7 @@ class RegionsTable(Selectors):
 @dataclass(frozen=True)
 class RegionDecision:
     """One region of a page the regions kept or dropped, and what decided it (for `scrapy
-    explain`): ``reasons`` such as ``selector "div.share"``, ``landmark <nav>``,
+    explain`): ``reasons`` such as ``selector "div.share"``, ``landmark <nav>``, ``link list <ul>``,
     ``role=search``, ``data-searchcrawl-exclude``; ``element`` the element as a reader finds it
     in the page's source (``<div id="notice" class="share">``, bounded); ``text`` its text (a kept
     region's less what is dropped inside it). A region inside another one dropped (or kept) is
