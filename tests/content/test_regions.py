@@ -206,6 +206,9 @@ def test_link_lists_are_navigation_not_text() -> None:
         (("link list <ol>",), "Travel | Security · ../index.html"),
     ]
     assert "index.html" in regions(link_lists=False).text(body(page), "https://x/").text
+    assert regions_lines(regions(link_lists=False), "https://x/") == [
+        "regions:       [regions]: landmarks dropped; link lists kept"
+    ]
     assert len(body(page).xpath("//a")) == 6  # the tree is as parsed: its links are followed
     only_links = "<html><body><ul><li><a href='a.html'>A page</a></li><li><a href='b.html'>B page</a></li></ul></body></html>"
     assert regions().text(body(only_links), "https://x/").text == "A page B page"  # a page is never emptied
