@@ -346,6 +346,8 @@ def regions_lines(regions: ContentRegions, url: str) -> list[str]:
     and the ``[[regions.rules]]`` entry whose pattern matches it (``ContentRegions.rule``)."""
     table = regions.table
     parts = ["landmarks dropped" if table.landmarks else "landmarks kept", *selector_parts(table)]
+    if not table.link_lists:
+        parts.insert(1, "link lists kept")
     lines = [f"regions:       [regions]: {'; '.join(parts)}"]
     if regions.rules:
         match = regions.rule(url)

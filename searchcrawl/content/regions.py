@@ -9,6 +9,10 @@ a menu's links are still followed) and what alone is kept:
   ``aside`` elements, a ``header`` or ``footer`` that is not inside an ``article``, ``main`` or
   ``section`` (the page's banner and footer, not an article's heading), and elements whose ARIA
   ``role`` is ``navigation``, ``banner``, ``contentinfo``, ``complementary`` or ``search``;
+- ``link_lists`` (default true): drop the lists (``ul``, ``ol``, ``menu``, ``dl``) that are only
+  links: every word of them a link's, bar separators (``|``, ``·``, ``,`` ...). A list of links
+  is navigation, not sentences: left in, its link texts ran on from the page's last sentence into
+  snippets and passages ("... receipts attached. index.html", issue 91);
 - ``drop``: selectors of more elements to drop (a share bar, a cookie notice);
 - ``keep``: selectors of the elements that alone are the text (``main``, ``article.news``), when
   one matches the page; with none matching, the whole page (less what is dropped);
@@ -51,9 +55,18 @@ LANDMARKS = (
     " | descendant::*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary'"
     " or @role='search']"
 )
+# a list with a link, and no word outside its links: what is left of its text outside them, less
+# the separators between links, is blank
+LINK_SEPARATORS = "|·•,;/»›>–—-"
+LINK_LISTS = (
+    "descendant::*[self::ul or self::ol or self::menu or self::dl][descendant::a[@href]]"
+    "[not(descendant::text()[not(ancestor::a) and not(parent::script or parent::style)]"
+    f"[normalize-space(translate(., '{LINK_SEPARATORS}', ''))])]"
+)
 EXCLUDE_ATTRIBUTE = "data-searchcrawl-exclude"
 INCLUDE_ATTRIBUTE = "data-searchcrawl-include"
 _LANDMARKS = etree.XPath(LANDMARKS)
+_LINK_LISTS = etree.XPath(LINK_LISTS)
 _MARKED = {
     EXCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]"),
     INCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{INCLUDE_ATTRIBUTE}]"),
@@ -111,13 +124,14 @@ class RegionsTable(Selectors):
     """A source's ``[regions]`` table (the module's docstring)."""
 
     landmarks: bool = True
+    link_lists: bool = True
     rules: list[RegionRule] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class RegionDecision:
     """One region of a page the regions kept or dropped, and what decided it (for `scrapy
-    explain`): ``reasons`` such as ``selector "div.share"``, ``landmark <nav>``,
+    explain`): ``reasons`` such as ``selector "div.share"``, ``landmark <nav>``, ``link list <ul>``,
     ``role=search``, ``data-searchcrawl-exclude``; ``element`` the element as a reader finds it
     in the page's source (``<div id="notice" class="share">``, bounded); ``text`` its text (a kept
     region's less what is dropped inside it). A region inside another one dropped (or kept) is
@@ -183,7 +197,7 @@ class ContentRegions:
         keep, drop = self.selectors(url)
         dropped_by: list[str] = []
         dropping: list[Any] = []
-        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks)
+        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks, self.table.link_lists)
         for name, found in found_dropping:
             dropping.extend(found)
             dropped_by.append(name)
@@ -207,11 +221,15 @@ class ContentRegions:
         return replace(found_text, decisions=decisions, page_chars=page_chars)
 
     @staticmethod
-    def _found(body: Any, selectors: Sequence[str], attribute: str, landmarks: bool) -> list[tuple[str, list[Any]]]:
+    def _found(
+        body: Any, selectors: Sequence[str], attribute: str, landmarks: bool, link_lists: bool = False
+    ) -> list[tuple[str, list[Any]]]:
         asked = [(selector, compiled(selector)) for selector in selectors]
         asked.append((f"[{attribute}]", _MARKED[attribute]))
         if landmarks:
             asked.append(("landmarks", _LANDMARKS))
+        if link_lists:
+            asked.append(("link lists", _LINK_LISTS))
         found = []
         for name, path in asked:
             try:
@@ -259,6 +277,8 @@ def _reason(name: str, element: Any) -> str:
         if tag in ("nav", "aside") or role not in LANDMARK_ROLES:  # else a role made it one
             return f"landmark <{tag}>"
         return f"role={role}"
+    if name == "link lists":
+        return f"link list <{element.tag}>"
     if name in (f"[{EXCLUDE_ATTRIBUTE}]", f"[{INCLUDE_ATTRIBUTE}]"):
         return name[1:-1]
     return f'selector "{name}"'

@@ -4,8 +4,12 @@ Both are asked through the searcher's ``TrimmedIndex`` (searcher.py): the words 
 search is; the kNN query as its own main query (``TrimmedIndex.nearest``), so that the trimming
 and the search's own filters (facets, dates: each passage holds a copy of its document's fields)
 pre-filter it, and its top k are passages the searcher may read, however little of the index that
-is. The passages are collapsed to their documents (a document ranks by its best passage), and the
-two lists fused by reciprocal rank fusion (semantic/fusion.py: k = 60, each list read to
+is. A passage less similar than the model's floor (``SemanticModel.floor``: calibrated per model
+on the judged sets, semantic/embedders.py ``calibrated_floor``, or the setting's ``?floor=``) is no
+hit: the k nearest passages of a query that nothing answers are still the k nearest, and without a
+floor every query matched (issue 91). The passages are collapsed to their documents (a document
+ranks by its best passage), and the two lists fused by reciprocal rank fusion (semantic/fusion.py:
+k = 60, each list read to
 ``WINDOW`` = 100 documents) in the application. The fused order covers the first ``WINDOW`` hits
 (10 pages of 10); a page beyond it, and a search sorted by date or title, is the words query's
 own. A document found by meaning alone is fetched like a best bet: trimmed, with the search's
@@ -28,7 +32,15 @@ from typing import Any
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
-from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, checked, embedder_from, field_name
+from searchcrawl.semantic.embedders import (
+    Embedder,
+    EmbeddingFailed,
+    ModelSpec,
+    calibrated_floor,
+    checked,
+    embedder_from,
+    field_name,
+)
 from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
 from searchcrawl.semantic.passage_index import complete, has_passages
 
@@ -41,9 +53,18 @@ SNIPPET_CHARS = 300
 
 @dataclass(frozen=True)
 class SemanticModel:
-    """A model a search embeds its query with, and the field of its passages' vectors."""
+    """A model a search embeds its query with, the field of its passages' vectors, and the
+    floor of Solr's kNN score (for cosine, (1 + cosine) / 2) below which a passage is no hit:
+    ``similarity_floor`` given, else the model's calibrated one (``calibrated_floor``)."""
 
     embedder: Embedder
+    similarity_floor: float | None = None
+
+    @property
+    def floor(self) -> float:
+        if self.similarity_floor is not None:
+            return self.similarity_floor
+        return calibrated_floor(self.embedder.model_id)
 
     @property
     def model_id(self) -> str:
@@ -107,7 +128,8 @@ def nearest_documents(
     index: TrimmedIndex, model: SemanticModel, query: str, filters: Sequence[str], params: Mapping[str, Any], window: int
 ) -> list[tuple[str, dict[str, Any]]]:
     """(document id, its best passage) of the ``window`` documents whose passages are nearest
-    ``query``'s meaning, among those the searcher of ``index`` may read, best first."""
+    ``query``'s meaning, among those the searcher of ``index`` may read, best first; only
+    passages at or above the model's floor count (none: a query nothing answers finds nothing)."""
     vector = model.embedder.embed([query])[0]
     top_k = window * PASSAGES_A_DOCUMENT
     asked = {
@@ -118,7 +140,9 @@ def nearest_documents(
         "timeAllowed": 5000,
     }
     found = index.nearest(model.field, [float(value) for value in vector], top_k, {**asked, "hl": "false", "facet": "false"})
-    nearest = best_per_parent([(str(doc["parent_id"]), doc) for doc in found.docs if doc.get("parent_id")])[:window]
+    close = [doc for doc in found.docs if doc.get("parent_id") and float(doc.get("score") or 0.0) >= model.floor]
+    logger.debug("kNN: %d of %d passages at or above %s's floor %.3f", len(close), len(found.docs), model.model_id, model.floor)
+    nearest = best_per_parent([(str(doc["parent_id"]), doc) for doc in close])[:window]
     return confirmed(index, nearest, filters, params)
 
 
@@ -219,7 +243,8 @@ def cut(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 def semantic_search(current: str, previous: str, index: SolrIndex, timeout: float = 30) -> SemanticSearch | None:
     """The installation's semantic search from SEARCHCRAWL_EMBEDDINGS (``current``) and
-    SEARCHCRAWL_EMBEDDINGS_PREVIOUS (``previous``); None when it is off. A model whose
+    SEARCHCRAWL_EMBEDDINGS_PREVIOUS (``previous``), each with its floor (``?floor=`` of its
+    setting, else its calibrated one); None when it is off. A model whose
     dimension does not match is refused here, at start (``DimensionMismatch``); one that does
     not answer now is not: searches are then words alone until it does."""
     embedder = embedder_from(current, timeout)
@@ -234,9 +259,25 @@ def semantic_search(current: str, previous: str, index: SolrIndex, timeout: floa
             checked(model)
         except EmbeddingFailed as exc:
             logger.warning("The embedding model %s does not answer now: %s", model.model_id, exc)
+    chosen = [SemanticModel(embedder, spec_floor(current))]
+    if old is not None:
+        chosen.append(SemanticModel(old, spec_floor(previous)))
+    for semantic in chosen:
+        if not semantic.floor:
+            logger.warning(
+                "The embedding model %s has no similarity floor (none calibrated, none given with ?floor=): every query"
+                " will find its nearest passages, related or not (docs/semantic-search.md)",
+                semantic.model_id,
+            )
     return SemanticSearch(
-        SemanticModel(embedder),
-        SemanticModel(old) if old is not None else None,
+        chosen[0],
+        chosen[1] if len(chosen) > 1 else None,
         complete=lambda model_id: complete(index, model_id),
         has_passages=lambda model_id: has_passages(index, model_id),
     )
+
+
+def spec_floor(text: str) -> float | None:
+    """The ``?floor=`` of a model's setting (None: its calibrated floor)."""
+    spec = ModelSpec.parse(text)
+    return spec.floor if spec is not None else None

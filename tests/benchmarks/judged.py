@@ -173,6 +173,15 @@ def print_table(title: str, found: dict[str, dict[str, dict[str, float]]]) -> No
         print(f"{kind:<14} {int(kinds[kind]['queries']):>7} {cells}")
 
 
+def workspace(prefix: str, out: str) -> tuple[Path, Path, DevSolr]:
+    """A new work folder, the results' folder (``out``, else one in the work folder) and a
+    development Solr of the repository's configset in the work folder, not started yet."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    results = Path(out or work / "results")
+    results.mkdir(parents=True, exist_ok=True)
+    return work, results, DevSolr(work / "solr", free_port(), heap="1g")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="")
@@ -198,10 +207,7 @@ def main() -> None:
         help="experiment: the page's hits with near-duplicates of a hit above collapsed (jaccard:0.9, contained:0.8)",
     )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="searchcrawl-judged-"))
-    out = Path(args.out or work / "results")
-    out.mkdir(parents=True, exist_ok=True)
-    solr = DevSolr(work / "solr", free_port(), heap="1g")
+    work, out, solr = workspace("searchcrawl-judged-", args.out)
     core = solr.start(timeout=600)
     report: dict[str, Any] = {"sets": {}}
     try:

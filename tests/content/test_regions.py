@@ -65,7 +65,7 @@ def test_a_page_all_banner_keeps_its_whole_text_and_landmarks_can_be_kept() -> N
     found = regions().text(body(page), "https://x/")
     assert found.text == "Only a banner here" and found.whole
     unmarked = visible_text(body()).replace(" Cookie notice", "")  # the site's own mark still holds
-    assert regions(landmarks=False).text(body(), "https://x/").text == unmarked
+    assert regions(landmarks=False, link_lists=False).text(body(), "https://x/").text == unmarked
 
 
 def test_the_page_text_uses_the_regions_and_the_tree_is_left_as_it_was() -> None:
@@ -180,3 +180,35 @@ def test_explain_prints_the_decisions_a_line_each_bounded_and_inert() -> None:
     )
     assert excerpt("") == "(no text)" and excerpt("x" * 200) == '"' + "x" * 77 + '..."'
     assert excerpt("\x1b]0;pwned\x07 \u202eevil\r") == '"\\x1b]0;pwned\\x07 \\u202eevil\\r"'
+
+
+def test_link_lists_are_navigation_not_text() -> None:
+    """Issue 91: the demo's travel page's snippet ended "... receipts attached. index.html" and the
+    handbook's ran "travel.html security.html ../index.html": a list that is only links (bar the
+    separators between them) is not the page's text, so neither snippets nor passages show it;
+    a list with words of its own is text; ``link_lists = false`` keeps them; links are still
+    taken from the whole page."""
+    page = """<html><body><h1>Travel policy</h1>
+    <p>Claim expenses within thirty days with receipts attached.</p>
+    <ul><li><a href="index.html">index.html</a></li></ul>
+    <ol><li><a href="a.html">Travel</a> | <a href="b.html">Security</a> ·</li><li><a href="c.html">../index.html</a></li></ol>
+    <ul><li><a href="form.pdf">The claim form</a> (PDF, 2 pages)</li></ul>
+    <dl><dt>See also</dt><dd><a href="x.html">Expenses</a></dd></dl>
+    </body></html>"""
+    found = regions().text(body(page), "https://x/handbook/travel.html")
+    assert found.text == (
+        "Travel policy Claim expenses within thirty days with receipts attached. The claim form (PDF, 2 pages) See also Expenses"
+    )
+    assert "link lists" in found.dropped
+    explained = regions().text(body(page), "https://x/", explain=True)
+    assert [(d.reasons, d.text) for d in explained.decisions if not d.kept] == [
+        (("link list <ul>",), "index.html"),
+        (("link list <ol>",), "Travel | Security · ../index.html"),
+    ]
+    assert "index.html" in regions(link_lists=False).text(body(page), "https://x/").text
+    assert regions_lines(regions(link_lists=False), "https://x/") == [
+        "regions:       [regions]: landmarks dropped; link lists kept"
+    ]
+    assert len(body(page).xpath("//a")) == 6  # the tree is as parsed: its links are followed
+    only_links = "<html><body><ul><li><a href='a.html'>A page</a></li><li><a href='b.html'>B page</a></li></ul></body></html>"
+    assert regions().text(body(only_links), "https://x/").text == "A page B page"  # a page is never emptied

@@ -273,7 +273,13 @@ def test_explain_answer_names_a_page_the_searcher_just_lost_by_its_documents_acc
 def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(project, corpus, stand_in) -> None:
     source, _index = corpus
     url, _prompts = stand_in
-    env = {"SEARCHCRAWL_EMBEDDINGS": "wordllama", "SEARCHCRAWL_ANSWERS_URL": url, "SEARCHCRAWL_ANSWERS_MODEL": "standin"}
+    # below wordllama's calibrated floor no public passage is near the bonus question (issue 91): a
+    # floor of the setting's own shows what is sent and left out beside what is withheld
+    env = {
+        "SEARCHCRAWL_EMBEDDINGS": "wordllama?floor=0.3",
+        "SEARCHCRAWL_ANSWERS_URL": url,
+        "SEARCHCRAWL_ANSWERS_MODEL": "standin",
+    }
     shown = project.scrapy("explain-answer", "public", "How big is the bonus pool for 2027?", **env)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "Searcher: public: public" in shown.stdout and "granted: public" in shown.stdout

@@ -54,6 +54,9 @@ def test_solr_status_and_demo(project, dev_solr: DevSolr, tmp_path: Path) -> Non
     demo = searchcrawl_outside_a_project(project, tmp_path, "demo", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "1. Travel policy" in demo.stdout
+    # issue 91: a list of links is no sentence: its link texts no longer run on in the snippets
+    assert "receipts attached." in demo.stdout and "attached. index.html" not in demo.stdout, demo.stdout
+    assert "security.html ../index.html" not in demo.stdout, demo.stdout
     assert "Oracle on demand" in demo.stdout
     # issue 72: its hints are commands that work there (`scrapy` knows no searchcrawl command there)
     assert "$ searchcrawl search 'travel expenses'" in demo.stdout and "`searchcrawl solr stop`" in demo.stdout

@@ -133,12 +133,9 @@ def test_passages_stay_exact_through_change_and_reuse_their_vectors(solr_url, so
     assert not any("Upgrading" in p["passage_text"] and "installation" in p["passage_text"] for p in a_passages)
 
     # a hybrid page: the words' hits highlighted (asked for the page's documents only), the others
-    # shown with their best passage
-    page = run_search(
-        TrimmedIndex(index, ALICE),
-        SearchRequest(q="upgrade", filters=(("source", source),)),
-        semantic=SemanticSearch(SemanticModel(model)),
-    )
+    # shown with their best passage (no similarity floor here: every passage is a candidate)
+    unfloored = SemanticSearch(SemanticModel(model, 0.0))
+    page = run_search(TrimmedIndex(index, ALICE), SearchRequest(q="upgrade", filters=(("source", source),)), semantic=unfloored)
     assert page.hits[0].url == "http://h.test/a" and "<mark>upgrade</mark>" in str(page.hits[0].snippet)
     assert {hit.url for hit in page.hits} == {"http://h.test/a", "http://h.test/b", "http://h.test/c"}  # alice reads all three
     assert all(hit.snippet for hit in page.hits)
@@ -168,7 +165,7 @@ def test_passages_stay_exact_through_change_and_reuse_their_vectors(solr_url, so
     stale = run_search(
         TrimmedIndex(index, ALICE),
         SearchRequest(q="salary sentences", filters=(("source", source),)),
-        semantic=SemanticSearch(SemanticModel(model)),
+        semantic=unfloored,
     )
     assert "http://h.test/b" not in {hit.url for hit in stale.hits} and stale.total == len(stale.hits) == 2
     model.texts.clear()  # the query's embedding
@@ -204,7 +201,7 @@ def test_a_searcher_who_may_read_one_percent_gets_a_full_page_of_semantic_hits(s
     index.commit()
     result = PassageIndex(index, wordllama, page=500).sync(source)
     assert result.documents == 2000 and not result.error
-    semantic = SemanticSearch(SemanticModel(wordllama))
+    semantic = SemanticSearch(SemanticModel(wordllama, 0.0))  # the trimming, not the floor, is tested here
     trimmed = TrimmedIndex(index, ALICE)
     # no word of the query is in any document: every hit is the kNN query's
     request = SearchRequest(q="spending money finances", filters=(("source", source),))
@@ -391,3 +388,46 @@ def test_a_passage_without_a_vector_or_refused_by_solr_never_blocks_the_others(s
     )
     solr.commit(softCommit=True)
     assert solr.search("*:*", fq=f"{{!term f=id}}{source}!ok#x#0").hits == 1 and result.skipped == 2
+
+
+def test_a_query_nothing_answers_finds_nothing_by_meaning(solr_url, solr, wordllama, minilm) -> None:
+    """Issue 91: with semantic search on every query matched: nonsense showed "7 documents match",
+    a typo got no "Did you mean" (asked only when nothing matched) and no search was a zero-hit
+    one. Below the model's calibrated floor a passage is no hit: nonsense and a typo find nothing
+    by meaning (the typo gets its suggestion), and what is related is still found by meaning alone."""
+    source = f"sem-{uuid.uuid4().hex[:8]}"
+    index = SolrIndex(solr_url, timeout=30)
+    public = Access.public("t")
+    pages = {
+        "travel": (
+            "Travel policy",
+            "Book trains before planes for trips under six hours. Claim expenses within thirty days with receipts attached.",
+        ),
+        "security": (
+            "Security guidelines",
+            "Use a password manager, lock your laptop when you leave your desk and report phishing mails to the security desk.",
+        ),
+        "news": ("News 2026", "This year Acme moved its intranet search to Apache Solr and crawls every night."),
+        "handbook": (
+            "Employee handbook",
+            "The employee handbook explains how we work: travel, security, holidays and the tools we use every day.",
+        ),
+    }
+    index.add([document(source, f"http://h.test/{name}", title, text, public) for name, (title, text) in pages.items()])
+    index.commit()
+    for model in (wordllama, minilm):
+        assert not PassageIndex(index, model).sync(source).error
+        semantic = SemanticSearch(SemanticModel(model))
+        assert semantic.active().floor > 0.5  # calibrated
+
+        def search(text: str) -> Any:
+            request = SearchRequest(q=text, filters=(("source", source),))
+            return run_search(TrimmedIndex(index, Principals.anonymous()), request, semantic=semantic)  # noqa: B023
+
+        for nonsense in ("qwxzzy blorft", "zzkqv plimbot"):
+            page = search(nonsense)
+            assert page.total == 0 and not page.hits, (model.model_id, nonsense, [hit.url for hit in page.hits])
+        typo = search("reciepts")
+        assert typo.total == 0 and [text for text, _url in typo.suggestions] == ["receipts"], model.model_id
+        related = search("booking a journey by rail")  # no word of it in the travel policy
+        assert [hit.url for hit in related.hits][:1] == ["http://h.test/travel"], model.model_id

@@ -387,7 +387,9 @@ def test_semantic_passages_lie_with_their_documents_and_the_top_k_is_cut_after_m
     assert [round(doc["score"], 5) for doc in merged.docs] == [round(doc["score"], 5) for doc in best]
     assert len(merged.docs) == 5 and {doc["id"] for doc in merged.docs} <= {doc["id"] for doc in per_shard}
     assert {placed[doc["parent_id"]].pop() for doc in per_shard} == {"shard1", "shard2"}
-    nearest = nearest_documents(trimmed, SemanticModel(model), "how long to cook spaghetti", [], {}, 10)
+    nearest = nearest_documents(
+        trimmed, SemanticModel(model, 0.0), "how long to cook spaghetti", [], {}, 10
+    )  # no floor: the merge
     assert len(nearest) == 10 and all("pasta" in passage["passage_text"] for _, passage in nearest[:5])
 
 

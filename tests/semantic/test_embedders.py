@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from searchcrawl.semantic.embedders import (
+    CALIBRATED_FLOORS,
     DimensionMismatch,
     ModelSpec,
     OpenAIEmbedder,
+    calibrated_floor,
     checked,
     embedder_from,
     field_name,
@@ -26,6 +28,24 @@ def test_the_setting_names_one_of_three_kinds() -> None:
     for wrong in ("bert", "onnx", "openai:"):
         with pytest.raises(DimensionMismatch):
             ModelSpec.parse(wrong)
+
+
+def test_a_model_s_similarity_floor_is_its_calibrated_one_unless_the_setting_gives_one() -> None:
+    """Issue 91: a kNN hit needs a similarity floor; the setting's ``?floor=`` (wordllama's too,
+    which has no location) over the calibrated one; a floor that is no number from 0 to 1 refuses
+    the setting at start."""
+    spec = ModelSpec.parse("wordllama?floor=0.75")
+    assert spec is not None and spec.kind == "wordllama" and spec.floor == 0.75
+    assert ModelSpec.parse("wordllama").floor is None  # type: ignore[union-attr]
+    spec = ModelSpec.parse("openai:http://127.0.0.1:8080/v1?model=m&dimension=768&floor=0.8")
+    assert spec is not None and spec.location == "http://127.0.0.1:8080/v1" and spec.floor == 0.8
+    for wrong in ("wordllama?floor=high", "wordllama?floor=1.5", "wordllama?floor=-0.1", "wordllama?floor=nan"):
+        with pytest.raises(DimensionMismatch):
+            ModelSpec.parse(wrong)
+    for (kind, digest), floor in CALIBRATED_FLOORS.items():  # by kind and weights, whatever the file's name
+        assert calibrated_floor(f"{kind}/renamed/{digest}") == floor and 0.5 < floor < 1
+    assert {kind for kind, _ in CALIBRATED_FLOORS} == {"wordllama", "onnx"}
+    assert calibrated_floor("openai/some-model/768") == 0.0  # not calibrated: none, and a warning at start
 
 
 def test_a_remote_model_needs_a_dimension_the_schema_has_and_an_http_url() -> None:

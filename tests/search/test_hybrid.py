@@ -1,0 +1,42 @@
+"""Hybrid retrieval's kNN half (search/hybrid.py), without Solr: the similarity floor."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from searchcrawl.search.hybrid import SemanticModel, nearest_documents, spec_floor
+
+
+class Model:
+    model_id, dimension = "test/model/0123456789ab", 3
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+
+
+class Index:
+    """A TrimmedIndex whose kNN query finds ``scores`` (parent -> its passage's score, best
+    first) and whose documents are all readable."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    def nearest(self, field: str, vector: list[float], top_k: int, params: dict[str, Any]) -> SimpleNamespace:
+        return SimpleNamespace(docs=[{"id": f"{p}#0", "parent_id": p, "score": s} for p, s in self.scores.items()])
+
+    def search(self, query: str, params: dict[str, Any]) -> SimpleNamespace:
+        return SimpleNamespace(docs=[{"id": parent} for parent in self.scores])
+
+
+def test_a_passage_below_the_model_s_floor_is_no_hit() -> None:
+    """Issue 91: the k nearest passages of a query nothing answers ("qwxzzy blorft") are still
+    the k nearest; below the floor they are no hit, so the query finds nothing by meaning."""
+    index = Index({"related": 0.81, "also": 0.70, "unrelated": 0.62, "nothing": 0.55})
+    found = nearest_documents(index, SemanticModel(Model(), 0.70), "q", [], {}, 10)  # type: ignore[arg-type]
+    assert [parent for parent, _ in found] == ["related", "also"]
+    assert not nearest_documents(Index({"unrelated": 0.62}), SemanticModel(Model(), 0.7), "qwxzzy blorft", [], {}, 10)  # type: ignore[arg-type]
+    assert SemanticModel(Model()).floor == 0.0  # not calibrated, none given
+    assert SemanticModel(Model(), 0.7).floor == 0.7 and spec_floor("wordllama?floor=0.7") == 0.7 and spec_floor("") is None
