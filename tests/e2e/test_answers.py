@@ -212,6 +212,26 @@ def test_a_sentence_removed_from_a_page_reaches_neither_the_model_nor_a_snippet(
     prompts.clear()
     current = answer(visitor, model, question, config(url), filters)
     assert any(sent.title == "Guest wifi" for sent in current.sources) and "PLOVER7731" not in "".join(prompts)
+    # checksum_of = "main_text": the sentence is in the page's sidebar, and the checksum (the main
+    # text's) stays the same when it goes; the page is pushed again all the same (its date changed)
+    main = "Ask reception for the guest wifi voucher."
+    sidebar = document(source, page, "Guest wifi", f"{main} Sidebar: the guest wifi password is HERON2208.", Access.public("t"))
+    index.add([{**sidebar, "checksum": "main-text"}])
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).documents == 1
+    prompts.clear()
+    answer(visitor, model, question, config(url), filters)
+    assert "HERON2208" in "".join(prompts)
+    index.add([{**document(source, page, "Guest wifi", main, Access.public("t")), "checksum": "main-text"}])
+    index.commit()
+    prompts.clear()
+    dropped = answer(visitor, model, question, config(url), filters)
+    assert (page, OLDER_TEXT) in {(item.url, item.verdict) for item in dropped.considered}
+    assert "HERON2208" not in "".join(prompts) + json.dumps(
+        [dropped.sentences, dropped.raw, [s.__dict__ for s in dropped.sources]]
+    )
+    found = run_search(visitor, SearchRequest(q=question, filters=(("source", source),)), semantic=SemanticSearch(model))
+    assert page in {hit.url for hit in found.hits} and "HERON2208" not in str([hit.snippet for hit in found.hits])
 
 
 def test_explain_answer_keeps_what_it_found_when_the_model_fails_or_is_refused(project, corpus, stand_in) -> None:
