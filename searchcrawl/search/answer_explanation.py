@@ -6,7 +6,9 @@ every document it considered with the decision that admitted it, and the passage
 question whose documents the searcher may not read, each with the decision that refused it (never
 sent to a model, never shown to the searcher). Every decision is made on the document's own access,
 as the answer's is (hybrid.py ``confirmed``), never on a passage's copy of it, which is stale
-between an access change and the passages' next pass. A model that fails leaves the passages found
+between an access change and the passages' next pass: a page the searcher just gained, whose
+passages' copies still refuse them (so the answer could not find it), is listed there too, as
+readable now. A model that fails leaves the passages found
 and the prompt's size shown, and says why there is no answer. Returned as lines of text: the
 command prints them, the page shows them.
 """
@@ -27,6 +29,8 @@ from searchcrawl.semantic.passage_index import ACCESS_FIELDS
 
 WITHHELD_SHOWN = 10  # nearest passages the searcher may not read, listed
 NOT_INDEXED = "its document is not in the index"
+REFUSED = "not permitted"
+GAINED = "readable now; its passages are not updated yet"
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def explain_answer(
     lines.append("")
     lines.append(f"Nearest passages {who} may not read (never sent, never shown to them):")
     refused = withheld(solr, model, question, principals, {item.document for item in result.considered})
-    lines.extend(f"  {score:.3f}  not permitted: {parent}: {reason}" for parent, score, reason in refused)
+    lines.extend(f"  {score:.3f}  {verdict}: {parent}: {reason}" for parent, score, verdict, reason in refused)
     if not refused:
         lines.append("  none")
     lines.append("")
@@ -114,32 +118,46 @@ def documents_access(solr: SolrIndex, ids: Iterable[str]) -> dict[str, Access | 
 
 def withheld(
     solr: SolrIndex, model: SemanticModel, question: str, principals: Principals, found: set[str]
-) -> list[tuple[str, float, str]]:
-    """(document id, score, why refused) of the passages nearest ``question`` whose documents
-    ``principals`` may not read now (by the documents' own access, as the answer decides):
-    untrimmed, for the administrator only."""
+) -> list[tuple[str, float, str, str]]:
+    """(document id, score, verdict, why) of the passages nearest ``question`` that the answer did
+    not consider (``found``) and whose documents ``principals`` may not read now, by the documents'
+    own access, as the answer decides, or may read now while the passage's copy still refuses
+    (``nearest_verdict``): untrimmed, for the administrator only."""
     vector = ",".join(f"{float(value):.6g}" for value in model.embedder.embed([question])[0])
     near = solr.search(
         "{!knn f=" + model.field + f" topK={WITHHELD_SHOWN * 3}}}[{vector}]",
         fq=[PASSAGES, "{!term f=passage_model}" + model.model_id],
-        fl="parent_id,score",
+        fl="parent_id,score," + ",".join(ACCESS_FIELDS),
         rows=WITHHELD_SHOWN * 3,
         defType="lucene",
         hl="false",
     )
-    scores: dict[str, float] = {}
+    nearest: dict[str, tuple[float, Access | None]] = {}
     for doc in near.docs:
-        scores.setdefault(str(doc["parent_id"]), float(doc.get("score") or 0.0))
-    access = documents_access(solr, [parent for parent in scores if parent not in found])
-    refused: list[tuple[str, float, str]] = []
-    for parent, score in scores.items():
+        nearest.setdefault(str(doc["parent_id"]), (float(doc.get("score") or 0.0), access_of_fields(doc)))
+    access = documents_access(solr, [parent for parent in nearest if parent not in found])
+    refused: list[tuple[str, float, str, str]] = []
+    for parent, (score, copy) in nearest.items():
         if parent in found:
             continue
         if parent not in access:
-            refused.append((parent, score, NOT_INDEXED))
+            refused.append((parent, score, REFUSED, NOT_INDEXED))
             continue
-        held = access[parent]
-        decision = decide(held, principals) if held is not None else None
-        if decision is None or not decision.granted:
-            refused.append((parent, score, decision.reason if decision else "no access fields"))
+        verdict = nearest_verdict(access[parent], copy, principals)
+        if verdict is not None:
+            refused.append((parent, score, *verdict))
     return refused[:WITHHELD_SHOWN]
+
+
+def nearest_verdict(held: Access | None, copy: Access | None, principals: Principals) -> tuple[str, str] | None:
+    """What explain-answer says of a nearest passage the answer did not consider, whose document
+    holds ``held`` and the passage ``copy`` (its copy of it): (REFUSED, why) when the document
+    refuses ``principals``; (GAINED, the grant) when the document grants and the copy, stale until
+    the passages' next pass, still refuses, so that the answer's kNN query, filtered by the copies,
+    could not find it; None when both grant (the answer passed it over for its rank)."""
+    decision = decide(held, principals) if held is not None else None
+    if decision is None or not decision.granted:
+        return REFUSED, decision.reason if decision is not None else "no access fields"
+    if copy is None or not decide(copy, principals).granted:
+        return GAINED, decision.reason
+    return None

@@ -40,7 +40,7 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
-from searchcrawl.search.hybrid import SemanticModel, made_from_current, nearest_documents
+from searchcrawl.search.hybrid import TEXT_DIGEST, SemanticModel, made_from_current, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system.translations import N_, translated
 from searchcrawl.system.translations import gettext as _
@@ -244,7 +244,7 @@ def select_sources(
 ) -> tuple[list[AnswerSource], list[Considered]]:
     """The passages sent (numbered from 1) and every one found with its verdict. ``nearest``:
     (document id, its best passage with ``score``), best first; ``documents``: their display
-    fields and checksum (the confirmed, readable ones). A passage not made from its document's
+    fields and text digest (the confirmed, readable ones). A passage not made from its document's
     current text (hybrid.py ``made_from_current``) is never sent: it may say what the page no
     longer does."""
     sources: list[AnswerSource] = []
@@ -507,7 +507,7 @@ def answer(
             {
                 **(params or {}),
                 "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(ids)],
-                "fl": "id,url,display_url,title,checksum",
+                "fl": f"id,url,display_url,title,{TEXT_DIGEST}",
                 "rows": len(ids),
                 "hl": "false",
                 "facet": "false",

@@ -42,7 +42,7 @@ from searchcrawl.semantic.embedders import (
     field_name,
 )
 from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
-from searchcrawl.semantic.passage_index import complete, has_passages
+from searchcrawl.semantic.passage_index import TEXT_DIGEST, complete, has_passages
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def nearest_documents(
     asked = {
         **params,
         "fq": passage_filters(model, filters),
-        "fl": "id,parent_id,passage_text,passage_heading,parent_checksum,score",
+        "fl": "id,parent_id,passage_text,passage_heading,parent_text_digest,score",
         "rows": top_k,
         "timeAllowed": 5000,
     }
@@ -206,7 +206,7 @@ def fuse(
     asked: dict[str, Any] = {
         **params,
         "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(page)],
-        "fl": HIT_FIELDS + ",checksum",
+        "fl": f"{HIT_FIELDS},{TEXT_DIGEST}",
         "rows": len(page),
         "facet": "false",
         "hl": "false",
@@ -225,12 +225,14 @@ def fuse(
 
 
 def made_from_current(passage: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
-    """Whether ``passage`` was made from ``doc``'s current text (and readers: the checksum holds
-    both), so that it may be shown as its snippet or sent to a model: a passage the writer has not
-    redone since its document changed (its passes off, or not run yet) may say what the document no
-    longer does. A document or passage without a checksum cannot be compared, and is not current."""
-    checksum = doc.get("checksum")
-    return bool(checksum) and passage.get("parent_checksum") == checksum
+    """Whether ``passage`` was made from ``doc``'s current text, so that it may be shown as its
+    snippet or sent to a model: a passage the writer has not redone since its document's text
+    changed (its passes off, or not run yet) may say what the document no longer does. Compared by
+    the digest of exactly the text passages are cut from (semantic/passage_index.py
+    ``text_digest``), never by the checksum, which may cover less (``checksum_of``). A document or
+    passage without one (indexed before it existed) cannot be compared, and is not current."""
+    digest = doc.get(TEXT_DIGEST)
+    return bool(digest) and passage.get("parent_text_digest") == digest
 
 
 def cut(text: str, limit: int = SNIPPET_CHARS) -> str:

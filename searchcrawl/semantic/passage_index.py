@@ -29,9 +29,11 @@ beside the old one's (their own ids and vector field) while searches go on with 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +58,9 @@ logger = logging.getLogger(__name__)
 # among the passages the searcher may read and asked for
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")
+# what a document's passages are cut from (``_sync_parents``), as ``text_digest`` covers it
+TEXT_FIELDS = ("title", "content", "outline")
+TEXT_DIGEST = "text_digest"  # a document's field (``text_digest`` of its TEXT_FIELDS); its passages copy it as parent_text_digest
 PAGE = 20  # documents read and done a batch (their whole stored text each)
 EMBED_BATCH = 256  # texts the model is given at once
 
@@ -77,6 +82,17 @@ def passage_id(parent: str, model_id: str, ordinal: int) -> str:
     """``<parent id>#<model tag>#<ordinal>``: beginning with the parent's ``<source>!``, so
     SolrCloud's router places it on its parent's shard."""
     return f"{parent}#{model_tag(model_id)}#{ordinal}"
+
+
+def text_digest(document: Mapping[str, Any]) -> str:
+    """A digest of exactly what ``document``'s passages are cut from (its ``TEXT_FIELDS``), as it
+    is pushed: the crawl stores it on the document (``text_digest``), the writer a copy of it on
+    each passage (``parent_text_digest``), and a passage whose copy is not its document's was made
+    from an older text (search/hybrid.py ``made_from_current``). Not the checksum: that one may be
+    taken over the main text or the bytes alone (``checksum_of``), and a page whose sidebar changed
+    is pushed again (its date) with the same checksum."""
+    text = json.dumps([document.get(name) or None for name in TEXT_FIELDS], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def _same(one: Any, other: Any) -> bool:
@@ -112,7 +128,7 @@ class PassageIndex:
         said in ``error``: what was done stays done, the rest waits for the next pass."""
         result = SyncResult()
         started = time.monotonic()
-        fields = ",".join(["id", "title", "content", "outline", "_version_", "checksum", *COPIED_FIELDS])
+        fields = ",".join(["id", *TEXT_FIELDS, "_version_", "checksum", TEXT_DIGEST, *COPIED_FIELDS])
         try:
             for parents in cursor_pages(self.index, self.pending_filters(source), fields, self.page):
                 self._sync_parents(parents, result)
@@ -135,7 +151,16 @@ class PassageIndex:
             "{!term f=passage_model}" + self.model_id,
         ]
         fields = ",".join(
-            ["id", "parent_id", "passage_ordinal", "passage_checksum", "parent_checksum", self.field, *COPIED_FIELDS]
+            [
+                "id",
+                "parent_id",
+                "passage_ordinal",
+                "passage_checksum",
+                "parent_checksum",
+                "parent_text_digest",
+                self.field,
+                *COPIED_FIELDS,
+            ]
         )
         for page in cursor_pages(self.index, filters, fields, 1000):
             for passage in page:
@@ -162,8 +187,9 @@ class PassageIndex:
                 old = by_ordinal.get(passage.ordinal)
                 if old is not None and old.get("passage_checksum") == checksum and old.get(self.field) is not None:
                     changed = {name: value for name, value in copies.items() if not _same(old.get(name), value)}
-                    if not _same(old.get("parent_checksum"), parent.get("checksum")):
-                        changed["parent_checksum"] = parent.get("checksum")
+                    for name, copied in (("parent_checksum", "checksum"), ("parent_text_digest", TEXT_DIGEST)):
+                        if not _same(old.get(name), parent.get(copied)):
+                            changed[name] = parent.get(copied)
                     if changed:
                         updates.append(
                             {"id": old["id"], "_version_": 1, **{name: {"set": value} for name, value in changed.items()}}
@@ -264,6 +290,7 @@ class PassageIndex:
             "passage_heading": passage.heading,
             "passage_checksum": checksum,
             "parent_checksum": parent.get("checksum"),
+            "parent_text_digest": parent.get(TEXT_DIGEST),
             "passage_model": self.model_id,
             "passage_dimension": self.embedder.dimension,
         }

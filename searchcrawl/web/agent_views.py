@@ -54,9 +54,14 @@ MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a l
 MAX_ROWS = 50
 CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (principals, token name, user)
 logger = logging.getLogger(__name__)
-# the SDK's loggers that write a line at INFO for every request: "Processing request of type
-# CallToolRequest" and, the transport being stateless, "Terminating session: None"
-SDK_REQUEST_LOGGERS = ("mcp.server.lowlevel.server", "mcp.server.streamable_http")
+# the SDK's two lines at INFO of every request, by logger: how each begins ("Processing request of
+# type CallToolRequest" and, the transport being stateless, "Terminating session: None"); their other
+# INFO lines ("Warning: ...", "Request ... cancelled ...") stay at INFO
+SDK_REQUEST_LINES = {
+    "mcp.server.lowlevel.server": "Processing request of type ",
+    "mcp.server.streamable_http": "Terminating session: ",
+}
+SDK_REQUEST_LOGGERS = tuple(SDK_REQUEST_LINES)
 INSTRUCTIONS = (
     "Search the organisation's intranet, file shares and databases as the token's user may read them. "
     "Use search to find documents, fetch_document to read one, answer for a cited answer."
@@ -64,12 +69,12 @@ INSTRUCTIONS = (
 
 
 class SdkLinesAtDebug(logging.Filter):
-    """The protocol SDK's lines of every request written at DEBUG, not INFO: a tool call is one
-    line at INFO, the endpoint's own, which names the token and the user; the SDK's are there for
-    whoever logs at DEBUG."""
+    """The protocol SDK's two lines of every request (``SDK_REQUEST_LINES``) written at DEBUG, not
+    INFO: a tool call is one line at INFO, the endpoint's own, which names the token and the user;
+    the SDK's are there for whoever logs at DEBUG. Its other lines keep their level."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO:
+        if record.levelno != logging.INFO or not str(record.msg).startswith(SDK_REQUEST_LINES.get(record.name, "\0")):
             return True
         record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)

@@ -24,11 +24,11 @@ CONFIG = AnswerConfig(url="http://127.0.0.1:1/v1", model="m", passages=2, passag
 
 
 def passage(text: str, score: float, heading: str = "", made_from: str = "current") -> dict:
-    return {"passage_text": text, "score": score, "passage_heading": heading, "parent_checksum": made_from}
+    return {"passage_text": text, "score": score, "passage_heading": heading, "parent_text_digest": made_from}
 
 
 def documents_of(keys: str) -> dict[str, dict]:
-    return {key: {"id": key, "url": f"https://h.test/{key}", "title": key.upper(), "checksum": "current"} for key in keys}
+    return {key: {"id": key, "url": f"https://h.test/{key}", "title": key.upper(), "text_digest": "current"} for key in keys}
 
 
 def test_only_readable_similar_passages_within_the_budget_are_sent_numbered() -> None:
@@ -53,17 +53,27 @@ def test_only_readable_similar_passages_within_the_budget_are_sent_numbered() ->
 
 def test_a_passage_made_from_an_older_text_of_its_page_is_never_sent() -> None:
     """Issue 91: a page changed by a crawl whose passes are off keeps its old passages until the
-    next pass; one of them, made from the text before the change (its ``parent_checksum`` is not
+    next pass; one of them, made from the text before the change (its ``parent_text_digest`` is not
     the document's), may say what the page no longer does (a password it dropped)."""
     nearest = [
         ("a", passage("The guest password is PLOVER7731.", 0.95, made_from="before")),
         ("b", passage("Parking permits are free.", 0.8)),
-        ("c", passage("A passage of a document without a checksum.", 0.9, made_from="")),
+        ("c", passage("A passage of a document indexed before text digests.", 0.9, made_from="")),
     ]
     documents = {**documents_of("ab"), "c": {"id": "c", "url": "https://h.test/c", "title": "C"}}
     sources, considered = select_sources(nearest, documents, CONFIG)
     assert [(s.number, s.document) for s in sources] == [(1, "b")] and "PLOVER" not in str(sources)
     assert [(c.document, c.verdict) for c in considered] == [("a", OLDER_TEXT), ("b", "sent as [1]"), ("c", OLDER_TEXT)]
+
+
+def test_a_passage_of_an_older_text_with_the_same_checksum_is_never_sent() -> None:
+    """Issue 91 (review of point 4): with ``checksum_of = "main_text"`` a page whose sidebar dropped
+    a sentence is pushed again (its date changed) with the same checksum; its old passage, made
+    from the text with the sentence, is compared by the text's digest, not by the checksum."""
+    stale = {**passage("Sidebar: the guest password is PLOVER7731.", 0.95, made_from="before"), "parent_checksum": "main"}
+    documents = {"a": {**documents_of("a")["a"], "checksum": "main", "text_digest": "after"}}
+    sources, considered = select_sources([("a", stale)], documents, CONFIG)
+    assert sources == [] and [(c.document, c.verdict) for c in considered] == [("a", OLDER_TEXT)]
 
 
 def test_the_prompt_numbers_the_sources_and_asks_for_citations() -> None:

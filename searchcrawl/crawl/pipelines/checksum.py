@@ -16,6 +16,7 @@ from typing import Any
 from searchcrawl.access.tokens import Access
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.semantic.passage_index import TEXT_DIGEST, text_digest
 
 ACCESS_PART = "+"
 
@@ -39,13 +40,15 @@ def content_of(checksum: str) -> str:
 class ChecksumPipeline:
     """Over the extracted text by default; over the main text (a changed footer date does not
     re-index a page) or the raw bytes, as the source's ``checksum_of`` says; with the access, whose
-    Solr fields it adds."""
+    Solr fields it adds. And the digest of the text its passages are cut from (``text_digest``):
+    what tells a passage made from an older text, whatever the checksum is taken over."""
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
         if item.access_update:
             return item
         content = text_checksum(item.checksum_basis or item.fields.get("content", ""))
         item.fields["checksum"] = versioned(content, item.access)
+        item.fields[TEXT_DIGEST] = text_digest(item.fields)
         if item.access is not None:
             item.fields.update(item.access.fields())
         item.checksum_basis = ""

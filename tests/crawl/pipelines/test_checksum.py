@@ -40,6 +40,21 @@ def test_the_checksum_is_taken_over_the_basis_the_attributes_pipeline_chose(pipe
     assert done.fields["content"] == "other"
 
 
+def test_the_text_digest_covers_what_the_passages_are_cut_from_whatever_the_checksum_covers(pipeline: ChecksumPipeline) -> None:
+    """Issue 91 (review of point 4): with ``checksum_of = "main_text"`` the checksum is the main
+    text's, but the passages are cut from the whole content (title, content, outline): a sentence
+    removed from a sidebar keeps the checksum, and changes the digest the passages are compared by."""
+    main = "Title\nThe main text"
+    before = pipeline.process_item(item(main, title="Title", content="The main text. Sidebar: the password is X1.")).fields
+    after = pipeline.process_item(item(main, title="Title", content="The main text. Sidebar: ask reception.")).fields
+    assert before["checksum"] == after["checksum"] and before["text_digest"] != after["text_digest"]
+    again = pipeline.process_item(item("other basis", title="Title", content="The main text. Sidebar: ask reception.")).fields
+    assert again["text_digest"] == after["text_digest"]  # the text alone, not the checksum's basis
+    renamed = pipeline.process_item(item(main, title="Other", content="The main text. Sidebar: ask reception.")).fields
+    headed = pipeline.process_item(item(main, title="Title", content="The main text. Sidebar: ask reception.", outline=["The"]))
+    assert len({after["text_digest"], renamed["text_digest"], headed.fields["text_digest"]}) == 3
+
+
 def test_raw_bytes_are_taken_as_they_are(pipeline: ChecksumPipeline) -> None:
     assert pipeline.process_item(item(b"%PDF-1.7 \x00\xff")).fields["checksum"] == sha256(b"%PDF-1.7 \x00\xff")
 
