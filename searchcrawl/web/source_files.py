@@ -15,9 +15,9 @@ crawl/requests.py ``rule_chain``, as the maintenance crawl will). A save writes 
 atomically (a file beside it, then renamed) after copying the version it replaces into the
 folder's ``.history``; it is refused when the file changed since the editor read it. A disabled
 source is its file renamed ``<name>.toml.disabled`` (listed, not loaded, not scheduled; its
-documents stay); a deleted one is moved to ``.history`` (its documents stay in the index until
-removed). Secrets never appear: a source file names them, and the loader refuses a password in
-a URL.
+documents stay; enabled or copied only if the editor takes its text as a new source's); a
+deleted one is moved to ``.history`` (its documents stay in the index until removed). Secrets
+never appear: a source file names them, and the loader refuses a password in a URL.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.config.source import DISABLED, SOURCE_NAME, Source, SourceError, SourceFile, load_source
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.ops.launchers import run_command
@@ -53,7 +53,6 @@ from searchcrawl.system.translations import ngettext, number
 
 logger = logging.getLogger(__name__)
 
-DISABLED = ".toml.disabled"
 HISTORY = ".history"
 MAX_SOURCE_BYTES = 1024 * 1024  # a source file's text as the editor takes it
 MAX_CHECKED_URLS = 200_000  # indexed URLs run through a new scope before a save (then: "at least")
@@ -284,22 +283,50 @@ class SourceFolder:
         return target
 
     def copy(self, name: str, new_name: str) -> None:
-        if self.exists(new_name):
-            raise SourceFileError(_("a source named %(name)s exists already", name=new_name))
-        write_atomically(self.file(new_name), self.read(name))
+        """Source ``name``'s text as a new, enabled source ``new_name``; a disabled one only if the
+        editor takes its text as a new source's (``refuse_disabled``)."""
+        with SAVING:
+            if self.exists(new_name):
+                raise SourceFileError(_("a source named %(name)s exists already", name=new_name))
+            text = self.read(name)
+            if not self.file(name).is_file():
+                self.refuse_disabled(name, text)
+            write_atomically(self.file(new_name), text)
 
     def enable(self, name: str, enabled: bool) -> None:
-        """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``."""
+        """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``; enabled
+        only if the editor takes its text as a new source's (``refuse_disabled``)."""
         source, target = (self.disabled_file(name), self.file(name)) if enabled else (self.file(name), self.disabled_file(name))
-        if not source.is_file():
+        with SAVING:  # the text checked is the text enabled
+            if not source.is_file():
+                raise SourceFileError(
+                    _("%(name)s is enabled already, or has no file", name=name)
+                    if enabled
+                    else _("%(name)s is disabled already, or has no file", name=name)
+                )
+            if target.exists():
+                raise SourceFileError(_("%(file)s exists already", file=target.name))
+            if enabled:
+                self.refuse_disabled(name, self.read(name))
+            os.replace(source, target)
+
+    def refuse_disabled(self, name: str, text: str) -> None:
+        """Refuses to make disabled source ``name`` (its ``text``) live in the browser when the editor
+        refuses that text as a new source's (``guarded_change``): a disabled file is never loaded nor
+        checked, and one could be put there by hand or by a restore; the server's administrator
+        enables it on the server (renamed ``<name>.toml``)."""
+        refused = guarded_change("", text)
+        if refused:
+            logger.debug("Source %s stays disabled: the source editor refuses its text (%s)", name, refused)
             raise SourceFileError(
-                _("%(name)s is enabled already, or has no file", name=name)
-                if enabled
-                else _("%(name)s is disabled already, or has no file", name=name)
+                _(
+                    "%(file)s is not made a live source in the browser, as the source editor refuses its text:"
+                    " %(problem)s (enable it on the server: rename it %(name)s.toml)",
+                    file=name + DISABLED,
+                    problem=refused,
+                    name=name,
+                )
             )
-        if target.exists():
-            raise SourceFileError(_("%(file)s exists already", file=target.name))
-        os.replace(source, target)
 
     def delete(self, name: str, moment: datetime | None = None) -> Path:
         """Source ``name``'s file moved into ``.history``; returns where it went."""

@@ -74,11 +74,38 @@ def test_copy_disable_enable_and_delete(folder: SourceFolder) -> None:
     assert kept is not None and (folder.path / "intranet-copy.toml.disabled").read_text() == GOOD + "\n"  # stays disabled
     with pytest.raises(SourceFileError, match="disabled already"):
         folder.enable("intranet-copy", False)
-    folder.enable("intranet-copy", True)
+    with pytest.raises(SourceFileError, match="seed_files"):  # a key the browser does not add (issue 91 review)
+        folder.enable("intranet-copy", True)
+    (folder.path / "plain.toml.disabled").write_text('seeds = ["https://plain.example/"]\n')
+    folder.enable("plain", True)
+    assert ("plain", True) in folder.listing()
     with pytest.raises(SourceFileError, match="exists already"):
         folder.copy("intranet", "intranet-copy")
+    folder.delete("plain")
     kept = folder.delete("intranet-copy")
     assert folder.listing() == [("intranet", True)] and kept.read_text() == GOOD + "\n" and kept.name.endswith(".deleted")
+
+
+EVIL = 'type = "files"\n[files]\nroots = ["/etc/ssh"]\n[access]\npublic = true\n'
+
+
+def test_a_disabled_source_the_editor_refuses_is_neither_enabled_nor_copied(folder: SourceFolder) -> None:
+    """Issue 91 review: a restore planted evil.toml.disabled, and Enable (or Copy, which reads a
+    disabled file) made it a live source that guarded_change never saw; now both say why not."""
+    (folder.path / "evil.toml.disabled").write_text(EVIL)
+    with pytest.raises(SourceFileError) as enabling:
+        folder.enable("evil", True)
+    assert str(enabling.value) == (
+        "evil.toml.disabled is not made a live source in the browser, as the source editor refuses its text: "
+        + guarded_change("", EVIL)
+        + " (enable it on the server: rename it evil.toml)"
+    )
+    with pytest.raises(SourceFileError, match="type, files: changed in the browser"):
+        folder.copy("evil", "evil-2")
+    assert folder.listing() == [("evil", False), ("intranet", True)]
+    assert (folder.path / "evil.toml.disabled").read_text() == EVIL
+    folder.copy("intranet", "intranet-2")  # an enabled source is copied as it is: the copy is no more than it
+    assert folder.read("intranet-2") == GOOD
 
 
 @pytest.mark.parametrize("name", ["../evil", "a/b", ".hidden", "", "x" * 201, "evil.toml.disabled", "-x"])
