@@ -62,6 +62,7 @@ SAVING = threading.Lock()  # saves, copies, moves of source files: one at a time
 TEST_PAGES = 5  # pages a test crawl fetches
 TEST_TIMEOUT = 180  # seconds a test crawl and its report may take
 TEST_CRAWLS_AT_ONCE = 2  # test crawls running at once in this server (each a crawl, then its report)
+TEST_CRAWLS_WAITING = 8  # test crawls waiting for one of those (each a thread); past them, one is refused
 TEST_RESULT_SECONDS = 900  # a finished test crawl's result waits this long to be shown
 TEMPLATE = """# A web site: where the crawl starts, and what it follows (docs/sources.md has every key)
 seeds = ["https://intranet.example.com/"]
@@ -488,36 +489,60 @@ class TestCrawl:
         return int((self.finished or time.monotonic()) - self.started)
 
 
+class TestCrawlRefused(Exception):
+    """A test crawl not started, and why, in one line; ``status``: the page's HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class TestCrawls:
     """The test crawls started from the editor: one per administrator's session (its page shows it
     until a new one replaces it, or TEST_RESULT_SECONDS after its end), at most
-    TEST_CRAWLS_AT_ONCE running at once (the others wait, and their page says so)."""
+    TEST_CRAWLS_AT_ONCE running at once and TEST_CRAWLS_WAITING waiting (their page says so; past
+    them a new one is refused: each waits on a thread of its own)."""
 
     __test__ = False
 
-    def __init__(self, at_once: int = TEST_CRAWLS_AT_ONCE, kept: float = TEST_RESULT_SECONDS) -> None:
+    def __init__(
+        self, at_once: int = TEST_CRAWLS_AT_ONCE, kept: float = TEST_RESULT_SECONDS, waiting: int = TEST_CRAWLS_WAITING
+    ) -> None:
         self.slots = threading.BoundedSemaphore(at_once)
+        self.unfinished = at_once + waiting  # running and waiting: threads alive
         self.kept = kept
         self.lock = threading.Lock()
         self.crawls: dict[str, TestCrawl] = {}
 
-    def start(
-        self, session: str, page: dict[str, Any], work: Callable[[Callable[[str], None]], tuple[bool, str]]
-    ) -> TestCrawl | None:
-        """``work`` (told its phase) on a thread of its own for ``session``; None when the session's
-        last test crawl is still running (one at a time: its page shows it)."""
+    def start(self, session: str, page: dict[str, Any], work: Callable[[Callable[[str], None]], tuple[bool, str]]) -> TestCrawl:
+        """``work`` (told its phase) on a thread of its own for ``session``; refused (TestCrawlRefused)
+        when the session's last test crawl is still running (one at a time: its page shows it), or
+        when as many as this server runs and lets wait are unfinished."""
         with self.lock:
-            now = time.monotonic()
-            for key in [
-                key for key, crawl in self.crawls.items() if crawl.result is not None and now - crawl.finished > self.kept
-            ]:
-                del self.crawls[key]
+            self._forget_expired()
             running = self.crawls.get(session)
             if running is not None and running.result is None:
-                return None
+                raise TestCrawlRefused(_("Your last test crawl is still running: wait for its report."), 409)
+            unfinished = sum(1 for crawl in self.crawls.values() if crawl.result is None)
+            if unfinished >= self.unfinished:
+                logger.debug("Test crawl refused: %s test crawls running or waiting", unfinished)
+                raise TestCrawlRefused(
+                    _(
+                        "%(count)s test crawls are running or waiting already: start yours when one has finished.",
+                        count=number(unfinished),
+                    ),
+                    503,
+                )
             crawl = self.crawls[session] = TestCrawl(dict(page))
         threading.Thread(target=self._run, args=(crawl, work), name="searchcrawl-test-crawl", daemon=True).start()
         return crawl
+
+    def _forget_expired(self) -> None:
+        """The finished test crawls whose result has been kept TEST_RESULT_SECONDS forgotten (under
+        ``lock``)."""
+        now = time.monotonic()
+        for key in [key for key, crawl in self.crawls.items() if crawl.result is not None and now - crawl.finished > self.kept]:
+            del self.crawls[key]
 
     def _run(self, crawl: TestCrawl, work: Callable[[Callable[[str], None]], tuple[bool, str]]) -> None:
         with self.slots:
@@ -537,8 +562,5 @@ class TestCrawls:
     def of(self, session: str) -> TestCrawl | None:
         """The session's test crawl, running or done (None: none, or its result expired)."""
         with self.lock:
-            crawl = self.crawls.get(session)
-            if crawl is not None and crawl.result is not None and time.monotonic() - crawl.finished > self.kept:
-                del self.crawls[session]
-                return None
-            return crawl
+            self._forget_expired()
+            return self.crawls.get(session)

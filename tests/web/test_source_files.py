@@ -16,6 +16,7 @@ from searchcrawl.web import source_files
 from searchcrawl.web.source_files import (
     SourceFileError,
     SourceFolder,
+    TestCrawlRefused,
     TestCrawls,
     changes,
     guarded_change,
@@ -200,7 +201,9 @@ def test_a_test_crawl_runs_in_the_background_and_says_what_it_does() -> None:
     assert crawl is not None and crawls.of("session-a") is crawl and crawls.of("session-b") is None
     wait_for(lambda: crawl.phase == source_files.CRAWLING, what="crawling")
     assert crawl.result is None and crawl.page == page and crawl.page is not page
-    assert crawls.start("session-a", page, Held()) is None  # one at a time for a session: its page shows it
+    with pytest.raises(TestCrawlRefused, match="still running") as refused:  # one at a time for a session: its page shows it
+        crawls.start("session-a", page, Held())
+    assert refused.value.status == 409
     work.crawled.set()
     wait_for(lambda: crawl.phase == source_files.REPORTING, what="reporting")
     work.reported.set()
@@ -232,3 +235,26 @@ def test_test_crawls_wait_for_a_free_slot_and_a_failure_is_said() -> None:
     wait_for(lambda: failed.result is not None, what="the failure")
     assert failed.result == (False, "the test crawl failed: RuntimeError")
     assert crawls.of("c") is None  # its result expired (kept=-1: at once)
+
+
+def test_waiting_test_crawls_are_bounded() -> None:
+    """Issue 91 review: each waiting test crawl is a thread, one per session, without bound; now
+    past the running and waiting ones a new one is refused, and said so, until one finishes."""
+    crawls = TestCrawls(at_once=1, waiting=1)
+    held = [Held(), Held()]
+    running = crawls.start("a", {"name": "a"}, held[0])
+    crawls.start("b", {"name": "b"}, held[1])
+    threads = threading.active_count()
+    with pytest.raises(TestCrawlRefused) as refused:
+        crawls.start("c", {"name": "c"}, Held())
+    assert str(refused.value) == "2 test crawls are running or waiting already: start yours when one has finished."
+    assert refused.value.status == 503 and crawls.of("c") is None and threading.active_count() == threads
+    held[0].crawled.set()
+    held[0].reported.set()
+    wait_for(lambda: running.result is not None, what="the first finished")
+    third = Held((True, "new 1"))
+    started = crawls.start("c", {"name": "c"}, third)
+    for work in (held[1], third):
+        work.crawled.set()
+        work.reported.set()
+    wait_for(lambda: started.result == (True, "new 1"), what="the third finished")
