@@ -78,6 +78,8 @@ WEB_ONLY_KEYS = (
     *("patterns", "max_depth", "index_dynamic_pages"),
 )
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# a disabled source's file in the sources folder (``<name>.toml.disabled``): never loaded, enabled by renaming
+DISABLED = ".toml.disabled"
 SEED_SCHEMES = ("http", "https", "file")
 # what tells that a document was modified (``modified_when``; default: all of them)
 ModifiedSignal = Literal["date", "etag", "checksum"]

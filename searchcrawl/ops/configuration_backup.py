@@ -22,7 +22,8 @@ What a backup holds:
 A restore goes into an empty installation only (no source file in the sources folder, no
 relevance rule, no API token) and is planned first (``plan_restore``: every source checked as the
 source editor checks a new one, then validated by the crawl's own loader in a scratch folder,
-every rule by the page's parsers, every path checked to stay inside the sources folder); nothing
+every rule by the page's parsers, every path checked to stay inside the sources folder, and no file
+restored but a source's own and those it names: never a ``.toml.disabled`` nothing checked); nothing
 is written unless the plan has no problem, and then the database rows in one transaction and each
 file atomically, the source files last. A source the editor refuses (a key that loads code, reads
 or writes this server's files or sends secrets; a ``file:`` seed) is a problem naming it and why,
@@ -45,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from searchcrawl.config.source import SOURCE_NAME, SourceError, SourceFile, load_source
+from searchcrawl.config.source import DISABLED, SOURCE_NAME, SourceError, SourceFile, load_source
 from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
 from searchcrawl.store import Database
@@ -359,8 +360,8 @@ def _parse_sources(sources: Any, parsed: Parsed, problems: list[str]) -> None:
             continue
         if f"{name}.toml" not in files:
             problems.append(_("source %(name)s: its file %(file)s is missing", name=name, file=name + ".toml"))
-        problems.extend(_file_problems(name, files, written))
         copied, left_out = named_files(files.get(f"{name}.toml", ""))
+        problems.extend(_file_problems(name, files, {f"{name}.toml", *copied}, written))
         for named in [*copied, *left_out]:
             if not safe_file_name(named):  # read by the loader in the dry run, and by every crawl
                 problems.append(
@@ -378,17 +379,27 @@ def _parse_sources(sources: Any, parsed: Parsed, problems: list[str]) -> None:
                 problems.append(_("%(path)s is a file and a folder of files in the backup", path=parent))
 
 
-def _file_problems(name: str, files: Mapping[str, str], written: dict[str, str]) -> Iterator[str]:
-    """The problems of source ``name``'s ``files`` (path -> text); ``written`` collects every
+def _file_problems(name: str, files: Mapping[str, str], known: set[str], written: dict[str, str]) -> Iterator[str]:
+    """The problems of source ``name``'s ``files`` (path -> text): each must be one ``known`` (its
+    own file and those it names, as an export takes them: a file nothing names, a disabled
+    source's ``.toml.disabled`` above all, was planted unchecked); ``written`` collects every
     source's, one content a path."""
     for file_name, text in files.items():
         if not safe_file_name(file_name):
             yield _(
                 "source %(name)s: %(file)s is not a file name inside the sources folder", name=name, file=repr(file_name[:80])
             )
-        elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith(".toml"):
-            # a .toml file in the sources folder is a source: only the source's own may be one
+        elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith((".toml", DISABLED)):
+            # a .toml file in the sources folder is a source (a .toml.disabled one too, enabled in the
+            # editor): only the source's own may be one
             yield _("source %(name)s: %(file)s would be a source file of its own", name=name, file=file_name)
+        elif file_name not in known:
+            yield _(
+                "source %(name)s: %(file)s is not a file the source names (a source's own file and the files it"
+                " names are restored, nothing else)",
+                name=name,
+                file=file_name,
+            )
         elif len(text.encode("utf-8")) > MAX_FILE_BYTES:
             yield _("source %(name)s: %(file)s is larger than %(bytes)s bytes", name=name, file=file_name, bytes=MAX_FILE_BYTES)
         elif written.setdefault(file_name, text) != text:

@@ -15,9 +15,9 @@ crawl/requests.py ``rule_chain``, as the maintenance crawl will). A save writes 
 atomically (a file beside it, then renamed) after copying the version it replaces into the
 folder's ``.history``; it is refused when the file changed since the editor read it. A disabled
 source is its file renamed ``<name>.toml.disabled`` (listed, not loaded, not scheduled; its
-documents stay); a deleted one is moved to ``.history`` (its documents stay in the index until
-removed). Secrets never appear: a source file names them, and the loader refuses a password in
-a URL.
+documents stay; enabled or copied only if the editor takes its text as a new source's); a
+deleted one is moved to ``.history`` (its documents stay in the index until removed). Secrets
+never appear: a source file names them, and the loader refuses a password in a URL.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.config.source import DISABLED, SOURCE_NAME, Source, SourceError, SourceFile, load_source
 from searchcrawl.crawl.own_services import addresses_of
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run_start import fingerprint
@@ -56,7 +56,6 @@ from searchcrawl.system.translations import ngettext, number
 
 logger = logging.getLogger(__name__)
 
-DISABLED = ".toml.disabled"
 HISTORY = ".history"
 MAX_SOURCE_BYTES = 1024 * 1024  # a source file's text as the editor takes it
 MAX_CHECKED_URLS = 200_000  # indexed URLs run through a new scope before a save (then: "at least")
@@ -66,6 +65,7 @@ SAVING = threading.Lock()  # saves, copies, moves of source files: one at a time
 TEST_PAGES = 5  # pages a test crawl fetches
 TEST_TIMEOUT = 180  # seconds a test crawl and its report may take
 TEST_CRAWLS_AT_ONCE = 2  # test crawls running at once in this server (each a crawl, then its report)
+TEST_CRAWLS_WAITING = 8  # test crawls waiting for one of those (each a thread); past them, one is refused
 TEST_RESULT_SECONDS = 900  # a finished test crawl's result waits this long to be shown
 TEMPLATE = """# A web site: where the crawl starts, and what it follows (docs/sources.md has every key)
 seeds = ["https://intranet.example.com/"]
@@ -219,10 +219,12 @@ class Changes:
 
 
 class SourceFolder:
-    """The sources folder (SEARCHCRAWL_SOURCES_DIR) as the editor changes it."""
+    """The sources folder (SEARCHCRAWL_SOURCES_DIR) as the editor changes it; ``local_seeds``
+    (SEARCHCRAWL_WEB_LOCAL_SEEDS) as the editor's check of a text takes it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, local_seeds: bool = False) -> None:
         self.path = path
+        self.local_seeds = local_seeds
 
     def file(self, name: str) -> Path:
         if not valid_name(name):
@@ -313,22 +315,50 @@ class SourceFolder:
         return target
 
     def copy(self, name: str, new_name: str) -> None:
-        if self.exists(new_name):
-            raise SourceFileError(_("a source named %(name)s exists already", name=new_name))
-        write_atomically(self.file(new_name), self.read(name))
+        """Source ``name``'s text as a new, enabled source ``new_name``; a disabled one only if the
+        editor takes its text as a new source's (``refuse_disabled``)."""
+        with SAVING:
+            if self.exists(new_name):
+                raise SourceFileError(_("a source named %(name)s exists already", name=new_name))
+            text = self.read(name)
+            if not self.file(name).is_file():
+                self.refuse_disabled(name, text)
+            write_atomically(self.file(new_name), text)
 
     def enable(self, name: str, enabled: bool) -> None:
-        """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``."""
+        """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``; enabled
+        only if the editor takes its text as a new source's (``refuse_disabled``)."""
         source, target = (self.disabled_file(name), self.file(name)) if enabled else (self.file(name), self.disabled_file(name))
-        if not source.is_file():
+        with SAVING:  # the text checked is the text enabled
+            if not source.is_file():
+                raise SourceFileError(
+                    _("%(name)s is enabled already, or has no file", name=name)
+                    if enabled
+                    else _("%(name)s is disabled already, or has no file", name=name)
+                )
+            if target.exists():
+                raise SourceFileError(_("%(file)s exists already", file=target.name))
+            if enabled:
+                self.refuse_disabled(name, self.read(name))
+            os.replace(source, target)
+
+    def refuse_disabled(self, name: str, text: str) -> None:
+        """Refuses to make disabled source ``name`` (its ``text``) live in the browser when the editor
+        refuses that text as a new source's (``guarded_change``): a disabled file is never loaded nor
+        checked, and one could be put there by hand or by a restore; the server's administrator
+        enables it on the server (renamed ``<name>.toml``)."""
+        refused = refused_new_source(text, self.local_seeds)
+        if refused:
+            logger.debug("Source %s stays disabled: the source editor refuses its text (%s)", name, refused)
             raise SourceFileError(
-                _("%(name)s is enabled already, or has no file", name=name)
-                if enabled
-                else _("%(name)s is disabled already, or has no file", name=name)
+                _(
+                    "%(file)s is not made a live source in the browser, as the source editor refuses its text:"
+                    " %(problem)s (enable it on the server: rename it %(name)s.toml)",
+                    file=name + DISABLED,
+                    problem=refused,
+                    name=name,
+                )
             )
-        if target.exists():
-            raise SourceFileError(_("%(file)s exists already", file=target.name))
-        os.replace(source, target)
 
     def delete(self, name: str, moment: datetime | None = None) -> Path:
         """Source ``name``'s file moved into ``.history``; returns where it went."""
@@ -491,36 +521,60 @@ class TestCrawl:
         return int((self.finished or time.monotonic()) - self.started)
 
 
+class TestCrawlRefused(Exception):
+    """A test crawl not started, and why, in one line; ``status``: the page's HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class TestCrawls:
     """The test crawls started from the editor: one per administrator's session (its page shows it
     until a new one replaces it, or TEST_RESULT_SECONDS after its end), at most
-    TEST_CRAWLS_AT_ONCE running at once (the others wait, and their page says so)."""
+    TEST_CRAWLS_AT_ONCE running at once and TEST_CRAWLS_WAITING waiting (their page says so; past
+    them a new one is refused: each waits on a thread of its own)."""
 
     __test__ = False
 
-    def __init__(self, at_once: int = TEST_CRAWLS_AT_ONCE, kept: float = TEST_RESULT_SECONDS) -> None:
+    def __init__(
+        self, at_once: int = TEST_CRAWLS_AT_ONCE, kept: float = TEST_RESULT_SECONDS, waiting: int = TEST_CRAWLS_WAITING
+    ) -> None:
         self.slots = threading.BoundedSemaphore(at_once)
+        self.unfinished = at_once + waiting  # running and waiting: threads alive
         self.kept = kept
         self.lock = threading.Lock()
         self.crawls: dict[str, TestCrawl] = {}
 
-    def start(
-        self, session: str, page: dict[str, Any], work: Callable[[Callable[[str], None]], tuple[bool, str]]
-    ) -> TestCrawl | None:
-        """``work`` (told its phase) on a thread of its own for ``session``; None when the session's
-        last test crawl is still running (one at a time: its page shows it)."""
+    def start(self, session: str, page: dict[str, Any], work: Callable[[Callable[[str], None]], tuple[bool, str]]) -> TestCrawl:
+        """``work`` (told its phase) on a thread of its own for ``session``; refused (TestCrawlRefused)
+        when the session's last test crawl is still running (one at a time: its page shows it), or
+        when as many as this server runs and lets wait are unfinished."""
         with self.lock:
-            now = time.monotonic()
-            for key in [
-                key for key, crawl in self.crawls.items() if crawl.result is not None and now - crawl.finished > self.kept
-            ]:
-                del self.crawls[key]
+            self._forget_expired()
             running = self.crawls.get(session)
             if running is not None and running.result is None:
-                return None
+                raise TestCrawlRefused(_("Your last test crawl is still running: wait for its report."), 409)
+            unfinished = sum(1 for crawl in self.crawls.values() if crawl.result is None)
+            if unfinished >= self.unfinished:
+                logger.debug("Test crawl refused: %s test crawls running or waiting", unfinished)
+                raise TestCrawlRefused(
+                    _(
+                        "%(count)s test crawls are running or waiting already: start yours when one has finished.",
+                        count=number(unfinished),
+                    ),
+                    503,
+                )
             crawl = self.crawls[session] = TestCrawl(dict(page))
         threading.Thread(target=self._run, args=(crawl, work), name="searchcrawl-test-crawl", daemon=True).start()
         return crawl
+
+    def _forget_expired(self) -> None:
+        """The finished test crawls whose result has been kept TEST_RESULT_SECONDS forgotten (under
+        ``lock``)."""
+        now = time.monotonic()
+        for key in [key for key, crawl in self.crawls.items() if crawl.result is not None and now - crawl.finished > self.kept]:
+            del self.crawls[key]
 
     def _run(self, crawl: TestCrawl, work: Callable[[Callable[[str], None]], tuple[bool, str]]) -> None:
         with self.slots:
@@ -540,8 +594,5 @@ class TestCrawls:
     def of(self, session: str) -> TestCrawl | None:
         """The session's test crawl, running or done (None: none, or its result expired)."""
         with self.lock:
-            crawl = self.crawls.get(session)
-            if crawl is not None and crawl.result is not None and time.monotonic() - crawl.finished > self.kept:
-                del self.crawls[session]
-                return None
-            return crawl
+            self._forget_expired()
+            return self.crawls.get(session)

@@ -35,6 +35,7 @@ from searchcrawl.web.source_files import (
     Changes,
     SourceFileError,
     SourceFolder,
+    TestCrawlRefused,
     changes,
     guarded_change,
     scratch_sources,
@@ -51,7 +52,7 @@ NEW = ""  # the name of the editor's page for a new source
 
 
 def folder_of(ctx: WebContext) -> SourceFolder | None:
-    return SourceFolder(ctx.config.sources_dir) if ctx.config.sources_dir is not None else None
+    return SourceFolder(ctx.config.sources_dir, ctx.config.local_seeds) if ctx.config.sources_dir is not None else None
 
 
 async def source_files(ctx: WebContext, request: Request) -> Response:
@@ -194,8 +195,10 @@ def _start_test_crawl(
         with scratch_sources(folder.path, name, text) as scratch:
             return test_crawl(ctx.config.project_dir, environ, scratch, name, phase=phase)
 
-    if ctx.test_crawls.start(str(request.cookies.get(SESSION_COOKIE)), page, work) is None:
-        return editor(ctx, request, 409, **page, error=_("Your last test crawl is still running: wait for its report."))
+    try:
+        ctx.test_crawls.start(str(request.cookies.get(SESSION_COOKIE)), page, work)
+    except TestCrawlRefused as exc:
+        return editor(ctx, request, exc.status, **page, error=str(exc))
     logger.info("Web administration: test crawl of the edited source %s started", name)
     return RedirectResponse(ctx.url("/admin/test-crawl"), status_code=303)
 

@@ -150,6 +150,11 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
         "ssh": {"ssh.toml": 'type = "files"\n[files]\nroots = ["/etc/ssh"]\n'},
         "local": {"local.toml": 'seeds = ["file:///etc/"]\n'},
         "intranet": {"intranet.toml": SOURCE, "seeds/more.txt": "https://intranet.example/hr/\n"},
+        # a harmless source carrying a disabled one nothing checked, for the editor's Enable (issue 91 review)
+        "planted": {
+            "planted.toml": 'seeds = ["https://planted.example/"]\n',
+            "evil.toml.disabled": 'type="files"\n[files]\nroots=["/etc/ssh"]\n[access]\npublic=true\n',
+        },
     }
     fresh = installation(tmp_path / "c", f"sqlite:///{tmp_path / 'c.sqlite3'}", project.solr_url)
     other = TestClient(
@@ -168,6 +173,7 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
     assert (
         refusals[0][1].startswith("seed_files") and "file:///etc/" in refusals[1][1] and refusals[2][1].startswith("type, files")
     )
+    assert "<li>source planted: evil.toml.disabled would be a source file of its own</li>" in guarded.text
     assert not any(fresh.sources_dir.iterdir())
     junk = web.post("/admin/backup/import", data={"csrf": csrf}, files={"backup": ("b.json", b"not json", "text/plain")})
     assert junk.status_code == 400 and "not a searchcrawl backup: not JSON" in junk.text

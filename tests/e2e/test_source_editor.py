@@ -164,6 +164,16 @@ def test_sources_are_created_copied_disabled_enabled_and_deleted(project: Projec
     assert "wiki-2" not in web.get("/admin").text  # not a source of the crawl
     assert web.post("/admin/source-files/wiki-2/enable", data={"csrf": csrf}, follow_redirects=False).status_code == 303
     assert web.post("/admin/source-files/wiki-2/delete", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    # a disabled file the editor refuses (put there by hand, or by a restore) is not made live here (issue 91 review)
+    (project.sources_dir / "evil.toml.disabled").write_text('type = "files"\n[files]\nroots = ["/etc/ssh"]\n')
+    for action, form in (("enable", {}), ("copy", {"new_name": "evil-2"})):
+        refused = web.post(f"/admin/source-files/evil/{action}", data={"csrf": csrf, **form})
+        assert refused.status_code == 409, refused.text
+        assert (
+            "evil.toml.disabled is not made a live source in the browser, as the source editor refuses its text: type, files"
+            in (html.unescape(refused.text))
+        )
+    (project.sources_dir / "evil.toml.disabled").unlink()
     assert sorted(path.name for path in project.sources_dir.glob("*.toml")) == ["wiki.toml"]
     forged = web.post("/admin/source-files/wiki/delete", data={"csrf": "forged"})
     assert forged.status_code == 403 and (project.sources_dir / "wiki.toml").is_file()

@@ -168,8 +168,8 @@ def hostile(exported: dict[str, Any], **changes: Any) -> dict[str, Any]:
         (
             {
                 "sources": {
-                    "a": {"a.toml": 'seeds = ["https://a/"]', "s.txt": "1"},
-                    "b": {"b.toml": 'seeds = ["https://b/"]', "s.txt": "2"},
+                    "a": {"a.toml": 'seeds = ["https://a/"]\nseed_files = ["s.txt"]', "s.txt": "1"},
+                    "b": {"b.toml": 'seeds = ["https://b/"]\nseed_files = ["s.txt"]', "s.txt": "2"},
                 }
             },
             "differs from the file of that name",
@@ -253,7 +253,7 @@ def test_a_file_name_not_in_its_normal_form_is_refused(tmp_path: Path, name: str
 
 
 def test_a_file_and_a_folder_of_one_name_is_a_problem_not_a_crash(tmp_path: Path) -> None:
-    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": SEEDS, "x": "1", "x/y": "2"}})
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": SEEDS + 'seed_files = ["x", "x/y"]\n', "x": "1", "x/y": "2"}})
     assert "x is a file and a folder of files in the backup" in plan.problems
 
 
@@ -274,11 +274,12 @@ def test_a_file_the_sources_folder_holds_already_is_never_replaced(tmp_path: Pat
 
 def test_a_file_that_cannot_be_written_undoes_the_whole_restore(tmp_path: Path) -> None:
     database, folder = installation(tmp_path / "a")
-    exported = {**export(database, folder), "sources": {"a": {"a.toml": SEEDS, "lists/s.txt": "x"}}}
+    text = SEEDS + 'seed_files = ["lists/s.txt"]\n'
+    exported = {**export(database, folder), "sources": {"a": {"a.toml": text, "lists/s.txt": "https://a.example/s\n"}}}
     exported["api_tokens"] = [{"name": "t", "token_hash": "c" * 64}]
     exported["relevance"] = {"stopwords": ["harbour"]}
     target_db, target = installation(tmp_path / "b")
-    plan = backup.plan_restore(exported, target_db, target, {}, refused_new_source)
+    plan = backup.plan_restore(exported, target_db, target, {}, refused_new_source, trusted=True)
     assert plan.ok, plan.problems
     (target / "a.toml").mkdir()  # made after the plan: the source file cannot be written
     with pytest.raises(backup.BackupError, match="a.toml is in the sources folder already"):
@@ -426,3 +427,31 @@ def test_a_sources_secrets_are_the_names_its_secret_keys_hold() -> None:
     )
     assert backup.source_secrets(text) == ["INTRANET_PASSWORD", "KEY_PASS", "MAIL_PASSWORD", "PROXY_PASSWORD"]
     assert backup.source_secrets("not [toml") == [] == backup.source_secrets("[" * 10_000)
+
+
+# --- issue 91 review: a restore plants no file but a source's own and those it names ----------------
+
+DISABLED_EVIL = 'type="files"\n[files]\nroots=["/etc/ssh"]\n[access]\npublic=true\n'
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.parametrize(
+    ("file_name", "problem"),
+    [
+        ("evil.toml.disabled", "source a: evil.toml.disabled would be a source file of its own"),
+        (
+            "notes.txt",
+            "source a: notes.txt is not a file the source names (a source's own file and the files it names are"
+            " restored, nothing else)",
+        ),
+    ],
+)
+def test_a_file_the_source_does_not_name_is_not_restored(tmp_path: Path, trusted: bool, file_name: str, problem: str) -> None:
+    """A backup's source a with {"a.toml": harmless, "evil.toml.disabled": type = "files" over
+    /etc/ssh} was planned ok, nothing refused, and wrote evil.toml.disabled: the editor's Enable
+    then made it a live source no check had seen."""
+    plan, target_db, target = plan_of(tmp_path, {"a": {"a.toml": SEEDS, file_name: DISABLED_EVIL}}, trusted=trusted)
+    assert plan.problems == [problem] and not plan.refused
+    with pytest.raises(backup.BackupError):
+        backup.apply_restore(plan, target_db, target)
+    assert not any(target.iterdir())

@@ -16,6 +16,7 @@ from searchcrawl.web import source_files
 from searchcrawl.web.source_files import (
     SourceFileError,
     SourceFolder,
+    TestCrawlRefused,
     TestCrawls,
     changes,
     guarded_change,
@@ -74,11 +75,56 @@ def test_copy_disable_enable_and_delete(folder: SourceFolder) -> None:
     assert kept is not None and (folder.path / "intranet-copy.toml.disabled").read_text() == GOOD + "\n"  # stays disabled
     with pytest.raises(SourceFileError, match="disabled already"):
         folder.enable("intranet-copy", False)
-    folder.enable("intranet-copy", True)
+    with pytest.raises(SourceFileError, match="seed_files"):  # a key the browser does not add (issue 91 review)
+        folder.enable("intranet-copy", True)
+    (folder.path / "plain.toml.disabled").write_text('seeds = ["https://plain.example/"]\n')
+    folder.enable("plain", True)
+    assert ("plain", True) in folder.listing()
     with pytest.raises(SourceFileError, match="exists already"):
         folder.copy("intranet", "intranet-copy")
+    folder.delete("plain")
     kept = folder.delete("intranet-copy")
     assert folder.listing() == [("intranet", True)] and kept.read_text() == GOOD + "\n" and kept.name.endswith(".deleted")
+
+
+EVIL = 'type = "files"\n[files]\nroots = ["/etc/ssh"]\n[access]\npublic = true\n'
+
+
+def test_a_disabled_source_the_editor_refuses_is_neither_enabled_nor_copied(folder: SourceFolder) -> None:
+    """Issue 91 review: a restore planted evil.toml.disabled, and Enable (or Copy, which reads a
+    disabled file) made it a live source that guarded_change never saw; now both say why not."""
+    (folder.path / "evil.toml.disabled").write_text(EVIL)
+    with pytest.raises(SourceFileError) as enabling:
+        folder.enable("evil", True)
+    assert str(enabling.value) == (
+        "evil.toml.disabled is not made a live source in the browser, as the source editor refuses its text: "
+        + guarded_change("", EVIL)
+        + " (enable it on the server: rename it evil.toml)"
+    )
+    with pytest.raises(SourceFileError, match="type, files: changed in the browser"):
+        folder.copy("evil", "evil-2")
+    assert folder.listing() == [("evil", False), ("intranet", True)]
+    assert (folder.path / "evil.toml.disabled").read_text() == EVIL
+    folder.copy("intranet", "intranet-2")  # an enabled source is copied as it is: the copy is no more than it
+    assert folder.read("intranet-2") == GOOD
+
+
+def test_a_disabled_source_with_a_loopback_seed_is_enabled_only_where_the_editor_takes_such_seeds(tmp_path: Path) -> None:
+    """Enable checks a disabled text with the editor's SEARCHCRAWL_WEB_LOCAL_SEEDS: refused without
+    it (Solr's own address), enabled with it."""
+    text = 'seeds = ["http://127.0.0.1:8983/solr/searchcrawl/select?q=*:*"]\n'
+    for allowed in (False, True):
+        path = tmp_path / str(allowed)
+        path.mkdir()
+        (path / "local.toml.disabled").write_text(text)
+        folder = SourceFolder(path, local_seeds=allowed)
+        if allowed:
+            folder.enable("local", True)
+            assert folder.listing() == [("local", True)]
+        else:
+            with pytest.raises(SourceFileError, match="loopback or link-local"):
+                folder.enable("local", True)
+            assert folder.listing() == [("local", False)]
 
 
 @pytest.mark.parametrize("name", ["../evil", "a/b", ".hidden", "", "x" * 201, "evil.toml.disabled", "-x"])
@@ -208,7 +254,9 @@ def test_a_test_crawl_runs_in_the_background_and_says_what_it_does() -> None:
     assert crawl is not None and crawls.of("session-a") is crawl and crawls.of("session-b") is None
     wait_for(lambda: crawl.phase == source_files.CRAWLING, what="crawling")
     assert crawl.result is None and crawl.page == page and crawl.page is not page
-    assert crawls.start("session-a", page, Held()) is None  # one at a time for a session: its page shows it
+    with pytest.raises(TestCrawlRefused, match="still running") as refused:  # one at a time for a session: its page shows it
+        crawls.start("session-a", page, Held())
+    assert refused.value.status == 409
     work.crawled.set()
     wait_for(lambda: crawl.phase == source_files.REPORTING, what="reporting")
     work.reported.set()
@@ -240,3 +288,26 @@ def test_test_crawls_wait_for_a_free_slot_and_a_failure_is_said() -> None:
     wait_for(lambda: failed.result is not None, what="the failure")
     assert failed.result == (False, "the test crawl failed: RuntimeError")
     assert crawls.of("c") is None  # its result expired (kept=-1: at once)
+
+
+def test_waiting_test_crawls_are_bounded() -> None:
+    """Issue 91 review: each waiting test crawl is a thread, one per session, without bound; now
+    past the running and waiting ones a new one is refused, and said so, until one finishes."""
+    crawls = TestCrawls(at_once=1, waiting=1)
+    held = [Held(), Held()]
+    running = crawls.start("a", {"name": "a"}, held[0])
+    crawls.start("b", {"name": "b"}, held[1])
+    threads = threading.active_count()
+    with pytest.raises(TestCrawlRefused) as refused:
+        crawls.start("c", {"name": "c"}, Held())
+    assert str(refused.value) == "2 test crawls are running or waiting already: start yours when one has finished."
+    assert refused.value.status == 503 and crawls.of("c") is None and threading.active_count() == threads
+    held[0].crawled.set()
+    held[0].reported.set()
+    wait_for(lambda: running.result is not None, what="the first finished")
+    third = Held((True, "new 1"))
+    started = crawls.start("c", {"name": "c"}, third)
+    for work in (held[1], third):
+        work.crawled.set()
+        work.reported.set()
+    wait_for(lambda: started.result == (True, "new 1"), what="the third finished")
