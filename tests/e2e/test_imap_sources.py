@@ -398,3 +398,47 @@ def test_a_global_entry_without_read_takes_it_as_dovecot_does(
         assert added[own] in {named[key] for key in found_by(index, principals("dave"), name)}
     finally:
         global_acl.write_text(before)
+
+
+def test_global_lines_of_the_name_others_see_count_for_them(project: Project, solr: pysolr.Solr, mail_server: MailServer) -> None:
+    """Issue 91: a global line whose pattern matches only the name the other users see
+    (``shared/bob/...``) never shows to the crawl logged in for bob, who sees ``Reports``. The
+    crawl read only that name: carol (in sales) found the messages of a folder whose own list gives
+    ``$sales lr`` and `shared/bob/<folder> user=carol l` leaves her ``l``, and alice did not find
+    those of a folder a `shared/bob/<folder> user=alice lr` line opens to her. Now each folder's
+    list is read under the others' name too, and every user's search equals Dovecot's MYRIGHTS."""
+    tag = f"seen{random.Random().randrange(10**6)}"
+    team, given = f"{tag}-team", f"{tag}-given"
+    mailboxes = Mailboxes(mail_server, random.Random(93), tag)
+    mailboxes.folders["bob"] += [team, given]
+    with mail_server.client("bob") as bob:
+        for folder, grantee in ((team, "$sales"), (given, "dave")):
+            bob.create_folder(folder)
+            bob.setacl(folder, grantee, "lr")
+    added = {folder: mailboxes.add("bob", folder) for folder in (team, given)}
+    global_acl = mail_server.folder / "global-acl"
+    before = global_acl.read_text()
+    global_acl.write_text(before + f"shared/bob/{tag}-t* user=carol l\nshared/bob/{given} user=alice lr\n")
+    try:
+        assert mail_server.folder_rights("carol", "bob", team) == "l"  # not her group's lr
+        assert mail_server.folder_rights("alice", "bob", given) == "lr"
+        assert mail_server.folder_rights("bob", "bob", team) == mail_server.folder_rights("bob", "bob", given) != ""
+        name = "mail-others-name"
+        imap_source(project, name, mail_server, users=["bob"], include=f"{tag}-*")
+        result = crawl(project, name, mail_server)
+        assert result.returncode == 0, result.stderr[-3000:]
+        named = as_messages({doc["id"]: doc for doc in solr_docs(solr, name)})
+        assert set(added.values()) <= set(named.values())
+        index = SolrIndex(project.solr_url, timeout=30)
+        wrong = {}
+        for user in USERS:
+            oracle = {mid for mid in mailboxes.readable(user) if mailboxes.messages[mid][0] == "bob"}
+            oracle |= {mid + "#attachment" for mid in oracle if mailboxes.messages[mid][2]}
+            found = {named[key] for key in found_by(index, principals(user), name)}
+            wrong.update({user: sorted(found ^ oracle)} if found != oracle else {})
+        assert not wrong, wrong  # the old code: carol found the team folder's message, alice not the given one's
+        assert added[team] not in {named[key] for key in found_by(index, principals("carol"), name)}
+        assert added[given] in {named[key] for key in found_by(index, principals("alice"), name)}
+        assert set(added.values()) <= {named[key] for key in found_by(index, principals("bob"), name)}
+    finally:
+        global_acl.write_text(before)
