@@ -40,9 +40,10 @@ again with every message read, as Dovecot applies it (``folder_access``). An ide
 with a negative ``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
 ``$name`` (a Dovecot group) and ``group:name`` (Cyrus) are ``group_token``, ``anyone`` and
 ``anonymous`` ``anyone_token``, ``authenticated`` ``authenticated_token`` (none by default: such
-a grant is left out), ``owner`` and every other identifier ``user_token``; Dovecot's global
-entries (``#``) of a user's own mailbox grant that user alone, and take away from all they name
-(``folder_access``); an entry whose
+a grant is left out), ``owner`` and every other identifier ``user_token``. Dovecot matches its
+global entries (``#``) against the name each reader sees, so a folder of a user's own mailbox has
+its list read twice, under the owner's name (his reading) and under the others' (``shared/bob/x``,
+everyone else's): ``mailbox_access``; an entry whose
 meaning as tokens is not certain (``_entry_token``, ``folder_access``) keeps the folder from
 everyone. In a user's own mailbox the user reads unless the list says otherwise
 (Dovecot hides the owner's implicit entry from other logins). A folder whose list cannot be read
