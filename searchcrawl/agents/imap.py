@@ -312,9 +312,10 @@ def mailbox_access(
     come from the list of the name they see (the owner cannot open his own under the others'
     name). The index holds one rule for all, so: the others' list is taken whole (as a public
     folder's: its global entries are theirs), without its entries for the owner; the owner
-    reads where his own list lets him whatever his groups are, else his user token is denied
-    (an own list whose global entry without ``r`` names a group or everyone: fail closed, for
-    the owner alone). Entries naming other users alone are left out of the owner's reading."""
+    reads where his own list lets him whatever his groups are but for the denies both lists hold
+    (the index's for all, so his too), else his user token is denied (a global entry without
+    ``r`` of his name only that names a group or everyone: fail closed, for the owner alone).
+    Entries naming other users alone are left out of the owner's reading."""
     whole, why = folder_access(own, options, owner, where)  # every entry a token, or no one reads
     if whole is None:
         return None, why
@@ -331,7 +332,9 @@ def mailbox_access(
     granted = next((grant for grant in mine.levels[0].allow if grant.token == token), None)
     overridden = not mine.late_deny or any(grant.token == token for grant in mine.overriding)
     allow, deny, overriding = [*theirs.levels[0].allow], [*theirs.deny], [*theirs.overriding]
-    if granted is not None and not mine.deny and overridden:
+    # a deny both lists hold (the folder's own, a line of both names) is the index's for all: his too
+    own_only = {grant.token for grant in mine.deny} - {grant.token for grant in theirs.deny}
+    if granted is not None and not own_only and overridden:
         allow.append(granted)
         overriding.append(granted)
     else:

@@ -214,6 +214,11 @@ def test_the_owners_reading_that_depends_on_his_groups_is_refused_him() -> None:
     # his own entry without r, a group of his reading: refused (fail closed)
     access, _ = mailbox_access([("owner", "l"), ("$sales", "lr")], others, options(), "bob", "bob/Reports")
     assert access is not None and readers(access, ("bob", ("sales",)), ("alice", ("sales",))) == {"alice"}
+    # a deny both lists hold is everyone's: the owner too reads unless in that group
+    both = [("-$board", "r"), ("dave", "lr")]
+    access, _ = mailbox_access(both, both, options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, ("bob", ()), ("dave", ())) == {"bob", "dave"}
+    assert readers(access, ("bob", ("board",)), ("dave", ("board",))) == set()
     # an own list whose entry is no token, or a crawl's account that does not read, is no one's
     for broken in ([("-", "r")], [("#crawler", "l")]):
         assert mailbox_access(broken, others, options(), "bob", "x")[0] is None

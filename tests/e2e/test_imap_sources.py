@@ -430,10 +430,12 @@ def test_global_lines_of_the_name_others_see_count_for_them(project: Project, so
     tag = f"seen{random.Random().randrange(10**6)}"
     lines = f"shared/bob/{tag}-t* user=carol l\nshared/bob/{tag}-given user=alice lr\n"
     with global_lines(mail_server, tag, 93, {"team": "$sales", "given": "dave"}, lines) as (mailboxes, added):
+        with mail_server.client("bob") as bob:  # a deny in both names' lists: bob, not in board, still reads
+            bob.setacl(f"{tag}-given", "-$board", "r")
         # carol, in sales: not her group's lr; alice: given by the others' name; bob: his own
         rights = [mail_server.folder_rights(who, "bob", f"{tag}-{name}") for who, name in CHECKED]
         assert rights[:2] == ["l", "lr"] and all("r" in own for own in rights[2:]), rights
         # the old code: carol found the team folder's message, alice not the given one's
         found = crawl_of_bob(project, solr, mail_server, mailboxes, "mail-others-name")
-        assert added["team"] not in found["carol"] and added["given"] in found["alice"]
+        assert added["team"] not in found["carol"] and added["given"] in found["alice"] and added["given"] not in found["dave"]
         assert set(added.values()) <= found["bob"]
