@@ -40,9 +40,10 @@ again with every message read, as Dovecot applies it (``folder_access``). An ide
 with a negative ``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
 ``$name`` (a Dovecot group) and ``group:name`` (Cyrus) are ``group_token``, ``anyone`` and
 ``anonymous`` ``anyone_token``, ``authenticated`` ``authenticated_token`` (none by default: such
-a grant is left out), ``owner`` and every other identifier ``user_token``; Dovecot's global
-entries (``#``) of a user's own mailbox grant that user alone, and take away from all they name
-(``folder_access``); an entry whose
+a grant is left out), ``owner`` and every other identifier ``user_token``. Dovecot matches its
+global entries (``#``) against the name each reader sees, so a folder of a user's own mailbox has
+its list read twice, under the owner's name (his reading) and under the others' (``shared/bob/x``,
+everyone else's): ``mailbox_access``; an entry whose
 meaning as tokens is not certain (``_entry_token``, ``folder_access``) keeps the folder from
 everyone. In a user's own mailbox the user reads unless the list says otherwise
 (Dovecot hides the owner's implicit entry from other logins). A folder whose list cannot be read
@@ -87,7 +88,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, unique_grants
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, normal_token, unique_grants
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.messages import (
     MAX_DEPTH,
@@ -295,6 +296,87 @@ def folder_access(
     return access, None
 
 
+def mailbox_access(
+    own: Sequence[tuple[str, str]],
+    others: Sequence[tuple[str, str]] | None,
+    options: ImapOptions,
+    owner: str,
+    where: str,
+) -> tuple[Access | None, str | None]:
+    """The access of a folder of ``owner``'s own mailbox from its two access lists: ``own``, read
+    under the owner's name (``Reports``), and ``others``, read under the name the other users see
+    (``shared/bob/Reports``; None where the server has no such namespace: nobody else opens it).
+
+    Dovecot matches its global file's patterns against the name each reader sees, so the lists
+    differ by the global entries one name matches and the other does not; each reader's rights
+    come from the list of the name they see (the owner cannot open his own under the others'
+    name). The index holds one rule for all, so: the others' list is taken whole (as a public
+    folder's: its global entries are theirs), without its entries for the owner; the owner
+    reads where his own list lets him whatever his groups are but for the denies both lists hold
+    (the index's for all, so his too), else his user token is denied (a global entry without
+    ``r`` of his name only that names a group or everyone: fail closed, for the owner alone).
+    Entries naming other users alone are left out of the owner's reading."""
+    whole, why = folder_access(own, options, owner, where)  # every entry a token, or no one reads
+    if whole is None:
+        return None, why
+    mine, why = folder_access([entry for entry in own if _concerns_owner(entry[0], options, owner)], options, owner, where)
+    if mine is None:
+        return None, why
+    seen = f"{where} as the others see it"
+    theirs, why = folder_access(
+        [entry for entry in others or () if _identifier(entry[0])[0] not in ("owner", owner)], options, None, seen
+    )
+    if theirs is None:
+        return None, why
+    token = normal_token(options.user_token.replace("{id}", owner))
+    granted = next((grant for grant in mine.levels[0].allow if grant.token == token), None)
+    overridden = not mine.late_deny or any(grant.token == token for grant in mine.overriding)
+    allow, deny, overriding = [*theirs.levels[0].allow], [*theirs.deny], [*theirs.overriding]
+    # a deny both lists hold (the folder's own, a line of both names) is the index's for all: his too
+    own_only = {grant.token for grant in mine.deny} - {grant.token for grant in theirs.deny}
+    if granted is not None and not own_only and overridden:
+        allow.append(granted)
+        overriding.append(granted)
+    else:
+        logger.debug("imap: %s: %s's own reading is not certain for every group of his: denied (fail closed)", where, owner)
+        deny.append(Grant.of(token, f"IMAP ACL of {where}: {owner}'s own entries do not let him read whatever his groups"))
+    access = Access.of(allow, deny, name=f"IMAP folder {where}")
+    if theirs.late_deny:
+        access = replace(access, late_deny=theirs.late_deny, overriding=unique_grants(overriding))
+    return access, None
+
+
+def _concerns_owner(identifier: str, options: ImapOptions, owner: str) -> bool:
+    """Whether an entry may apply to the owner (or is the crawl's own, which ``folder_access``
+    checks): any but another user's."""
+    name = _identifier(identifier)[0]
+    special = ("anyone", "anonymous", "authenticated", "owner", owner, options.username)
+    return name in special or _is_group(name) or name.startswith("!")
+
+
+def others_names(
+    personal: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]], owner: str, folder: str
+) -> tuple[str, ...] | None:
+    """The names, first that exists, that ``owner``'s ``folder`` has to the other users (RFC
+    2342's Other Users' namespace: its prefix, the owner, its separator, the folder's name
+    within its own namespace; Cyrus's INBOX is the prefix and the owner alone). None: the
+    server announces no such namespace, nobody else can open it; Unmappable: several (which
+    one a reader uses cannot be told)."""
+    if not other:
+        return None
+    if len(other) > 1:
+        raise Unmappable(f"the server announces {len(other)} namespaces of other users")
+    prefix, separator = other[0]
+    own_prefix, own_separator = max(
+        ((name, sep) for name, sep in personal if folder.startswith(name)), key=lambda entry: len(entry[0]), default=("", "")
+    )
+    relative = folder[len(own_prefix) :]
+    if own_separator and separator and own_separator != separator:
+        relative = relative.replace(own_separator, separator)
+    names = (f"{prefix}{owner}{separator}{relative}",)
+    return (*names, f"{prefix}{owner}") if relative.upper() == "INBOX" else names
+
+
 def _without_read(name: str, global_entry: bool, options: ImapOptions, owner: str | None) -> tuple[str, bool] | None:
     """Whom an entry without ``r`` keeps from reading, as (token, late): a late deny yields to
     a user's or group's grant (``Access.late_deny``); None when it takes nothing away.
@@ -454,6 +536,7 @@ class ImapAgent(Agent):
         self.imap = ImapOptions.model_validate(options)
         self._password: str | None = None
         self._skipped = 0
+        self._namespaces: dict[str, Any] = {}  # by user: NAMESPACE's answer, to name a folder as others see it
         # the fetches' connections (the listing logs in on one of its own: a fetch's SELECT
         # must never move the folder a listing reads)
         self.connections = Connections(self._login)
@@ -588,7 +671,7 @@ class ImapAgent(Agent):
     def _folders(self, client: IMAPClient, user: str) -> list[ImapFolder]:
         """The folders crawled of the user's personal namespace (or of the public namespaces)."""
         with self._errors(f"the folders of {user}"):
-            namespaces = client.namespace()
+            namespaces = self._namespaces[user] = client.namespace()
             wanted = namespaces.shared if user == PUBLIC_FOLDERS else namespaces.personal
             others = [
                 _text(prefix)
@@ -614,17 +697,45 @@ class ImapAgent(Agent):
         return sorted(folders, key=lambda folder: folder.name)
 
     def _access(self, client: IMAPClient, folder: ImapFolder) -> tuple[Access | None, str | None]:
-        """The folder's access; (None, why) when the server refuses its list (a NO: the crawl's
-        account lacks ``a``). A connection that fails raises (the caller's ``_errors``)."""
+        """The folder's access; (None, why) when the server refuses a list (a NO: the crawl's
+        account lacks ``a``). A user's own folder's list is read twice, under the owner's name and
+        under the others' (``mailbox_access``). A connection that fails raises (the caller's ``_errors``)."""
         where = f"{folder.user}/{folder.name}" if folder.user != PUBLIC_FOLDERS else f"public folder {folder.name}"
+        own = self._acl(client, (folder.name,), where)
+        if isinstance(own, str):
+            return None, own
+        if folder.owner is None:
+            return folder_access(own, self.imap, None, where)
+        namespaces = self._namespaces.get(folder.user) or client.namespace()
+        self._namespaces[folder.user] = namespaces
         try:
-            entries = client.getacl(folder.name)
-        except imaplib.IMAP4.abort:
-            raise
-        except imaplib.IMAP4.error as error:
-            logger.debug("imap: the access list of %s cannot be read: %s", where, self._scrubbed(error))
-            return None, f"the crawl's account may not read the IMAP access list of {where} (it needs the right 'a')"
-        return folder_access([(_text(who), _text(rights)) for who, rights in entries], self.imap, folder.owner, where)
+            names = others_names(
+                [(_text(p), _text(s)) for p, s in namespaces.personal or ()],
+                [(_text(p), _text(s)) for p, s in namespaces.other or ()],
+                folder.owner,
+                folder.name,
+            )
+        except Unmappable as error:
+            return None, f"the name others see {where} under is not certain ({error})"
+        others = None if names is None else self._acl(client, names, f"{where} as the others see it")
+        if isinstance(others, str):
+            return None, others
+        return mailbox_access(own, others, self.imap, folder.owner, where)
+
+    def _acl(self, client: IMAPClient, names: Sequence[str], where: str) -> list[tuple[str, str]] | str:
+        """The entries of the first of ``names`` that exists (GETACL), or why none can be read."""
+        for name in names:
+            try:
+                entries = client.getacl(name)
+            except imaplib.IMAP4.abort:
+                raise
+            except imaplib.IMAP4.error as error:
+                logger.debug("imap: the access list of %s (%s) cannot be read: %s", where, name, self._scrubbed(error))
+                if _nonexistent(error):
+                    continue
+                return f"the crawl's account may not read the IMAP access list of {where} (it needs the right 'a')"
+            return [(_text(who), _text(rights)) for who, rights in entries]
+        return f"the IMAP access list of {where} cannot be read: no folder {' or '.join(names)}"
 
     def _folder_references(self, listing: _Listing, folder: ImapFolder) -> Iterator[Reference]:
         """A folder's messages, described FETCH_BATCH at a time; a batch the client cannot read

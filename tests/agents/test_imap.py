@@ -10,12 +10,22 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
+from imapclient.imapclient import Namespace
 from imapclient.response_parser import parse_fetch_response
 from pydantic import ValidationError
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.agents.base import AgentError
-from searchcrawl.agents.imap import _KEY, Connections, ImapAgent, ImapOptions, folder_access, skeleton
+from searchcrawl.agents.imap import (
+    _KEY,
+    Connections,
+    ImapAgent,
+    ImapOptions,
+    folder_access,
+    mailbox_access,
+    others_names,
+    skeleton,
+)
 from searchcrawl.agents.messages import attachments, contents
 
 OPTIONS = {"server": "mail.example.org", "username": "crawler", "password_secret": "IMAP_PASSWORD", "users": ["alice"]}
@@ -170,6 +180,64 @@ def test_a_global_entry_without_read_takes_it_from_the_owner_too() -> None:
         assert access is not None and readers(access, ("erin", ("staff",))) == set()
 
 
+MEASURED_OWN = [("dave", "lr"), ("#$sales", "lr"), ("#crawler", "alr")]
+# Dovecot 2.3's GETACL of bob's Reports under the name others see, with `shared/bob/* user=carol lr`,
+# `shared/bob/Reports user=dave l`, `Reports group=sales lr` and `shared/* group=board lr` in its global file
+MEASURED_OTHERS = [("dave", "lr"), ("#$board", "lr"), ("#carol", "lr"), ("#crawler", "alr"), ("#dave", "l")]
+PEOPLE = (("alice", ("sales",)), ("bob", ("sales",)), ("carol", ()), ("dave", ("board",)), ("erin", ("board",)))
+
+
+def test_a_users_folder_is_read_by_each_reader_as_the_name_they_see() -> None:
+    """Issue 91: Dovecot matches its global file's patterns against each reader's name: bob's
+    ``Reports``, ``shared/bob/Reports`` to the others. Lines only the others' name matches (here
+    carol's grant, dave's ``l`` and board's grant) never show under bob's: the others' list decides
+    for them (measured MYRIGHTS: alice none, bob lr, carol lr, dave l, erin lr)."""
+    access, why = mailbox_access(MEASURED_OWN, MEASURED_OTHERS, options(), "bob", "bob/Reports")
+    assert why is None and access is not None
+    assert readers(access, *PEOPLE) == {"bob", "carol", "erin"}
+    assert any("as the others see it: #carol lr" in grant.origin for grant in access.levels[0].allow)
+    # the server has no namespace of other users: nobody but the owner opens the folder
+    access, _ = mailbox_access(MEASURED_OWN, None, options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, *PEOPLE) == {"bob"}
+    # the others' entries for the owner are not his: he reads as his own name lets him
+    access, _ = mailbox_access([("dave", "lr")], [("#bob", "l"), ("owner", "l"), ("$sales", "lr")], options(), "bob", "x")
+    assert access is not None and readers(access, *PEOPLE) == {"alice", "bob"}
+
+
+def test_the_owners_reading_that_depends_on_his_groups_is_refused_him() -> None:
+    """One rule for all readers: where bob's own list takes reading from a group or everyone
+    (`Reports group=sales l`, Dovecot: bob reads unless in sales), bob is refused, in sales or
+    not, and the others read as their own name lets them (alice, in sales: the others' list)."""
+    own, others = [("#$sales", "l"), ("$sales", "lr")], [("$sales", "lr")]
+    access, _ = mailbox_access(own, others, options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, ("bob", ()), ("bob", ("sales",)), ("alice", ("sales",))) == {"alice"}
+    # his own entry without r, a group of his reading: refused (fail closed)
+    access, _ = mailbox_access([("owner", "l"), ("$sales", "lr")], others, options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, ("bob", ("sales",)), ("alice", ("sales",))) == {"alice"}
+    # a deny both lists hold is everyone's: the owner too reads unless in that group
+    both = [("-$board", "r"), ("dave", "lr")]
+    access, _ = mailbox_access(both, both, options(), "bob", "bob/Reports")
+    assert access is not None and readers(access, ("bob", ()), ("dave", ())) == {"bob", "dave"}
+    assert readers(access, ("bob", ("board",)), ("dave", ("board",))) == set()
+    # an own list whose entry is no token, or a crawl's account that does not read, is no one's
+    for broken in ([("-", "r")], [("#crawler", "l")]):
+        assert mailbox_access(broken, others, options(), "bob", "x")[0] is None
+        assert mailbox_access([], broken, options(), "bob", "x")[0] is None
+
+
+def test_the_name_a_folder_has_to_the_other_users() -> None:
+    dovecot = [("", "/")], [("shared/", "/")]
+    assert others_names(*dovecot, "bob", "Reports/2026") == ("shared/bob/Reports/2026",)
+    assert others_names(*dovecot, "bob", "INBOX") == ("shared/bob/INBOX", "shared/bob")
+    cyrus = [("INBOX.", ".")], [("user.", ".")]
+    assert others_names(*cyrus, "bob", "INBOX.Reports") == ("user.bob.Reports",)
+    assert others_names(*cyrus, "bob", "INBOX") == ("user.bob.INBOX", "user.bob")
+    assert others_names([("", ".")], [("Other/", "/")], "bob", "a.b") == ("Other/bob/a/b",)
+    assert others_names([("", "/")], [], "bob", "Reports") is None
+    with pytest.raises(Exception, match="2 namespaces"):
+        others_names([("", "/")], [("shared/", "/"), ("users/", "/")], "bob", "Reports")
+
+
 def test_an_identifier_that_is_no_token_keeps_the_folder_from_everyone() -> None:
     access, why = folder_access([("bob", "lr"), ("-", "r")], options(user_token="user:{id}"), "alice", "alice/x")
     assert access is None and why is not None and "no token" in why
@@ -260,6 +328,9 @@ class FakeClient:
 
     def getacl(self, name: str) -> list[tuple[bytes, bytes]]:
         return [(b"bob", b"lr")]
+
+    def namespace(self) -> Any:
+        return Namespace(((b"", b"/"),), ((b"shared/", b"/"),), None)
 
     def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
         if items == ["RFC822.SIZE"]:

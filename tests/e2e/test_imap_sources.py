@@ -12,8 +12,10 @@ a refused password that never shows, public folders, and `scrapy explain-access`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -353,6 +355,47 @@ def test_a_global_acl_line_grants_as_dovecot_applies_it_to_each_reader(
         assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED"), (url, explained.stdout)
 
 
+@contextlib.contextmanager
+def global_lines(
+    server: MailServer, tag: str, seed: int, grantees: dict[str, str], lines: str
+) -> Iterator[tuple[Mailboxes, dict[str, str]]]:
+    """bob's folders ``<tag>-<name>`` of a test (``grantees``: name -> who its own list gives
+    ``lr``), one message each (name -> its message id), while ``lines`` are in Dovecot's global
+    ACL file."""
+    mailboxes = Mailboxes(server, random.Random(seed), tag)
+    mailboxes.folders["bob"] += [f"{tag}-{name}" for name in grantees]
+    with server.client("bob") as bob:
+        for name, grantee in grantees.items():
+            bob.create_folder(f"{tag}-{name}")
+            bob.setacl(f"{tag}-{name}", grantee, "lr")
+    added = {name: mailboxes.add("bob", f"{tag}-{name}") for name in grantees}
+    global_acl = server.folder / "global-acl"
+    before = global_acl.read_text()
+    global_acl.write_text(before + lines)
+    try:
+        yield mailboxes, added
+    finally:
+        global_acl.write_text(before)
+
+
+def crawl_of_bob(project: Project, solr: pysolr.Solr, server: MailServer, mailboxes: Mailboxes, name: str) -> dict[str, set[str]]:
+    """Crawls bob's folders of the test; every user's search equals Dovecot's MYRIGHTS on them.
+    Returns what each user finds (message ids)."""
+    imap_source(project, name, server, users=["bob"], include=f"{mailboxes.tag}-*")
+    result = crawl(project, name, server)
+    assert result.returncode == 0, result.stderr[-3000:]
+    named = as_messages({doc["id"]: doc for doc in solr_docs(solr, name)})
+    index = SolrIndex(project.solr_url, timeout=30)
+    found = {user: {named[key] for key in found_by(index, principals(user), name)} for user in USERS}
+    wrong = {}
+    for user in USERS:
+        oracle = {mid for mid in mailboxes.readable(user) if mailboxes.messages[mid][0] == "bob"}
+        oracle |= {mid + "#attachment" for mid in oracle if mailboxes.messages[mid][2]}
+        wrong.update({user: sorted(found[user] ^ oracle)} if found[user] != oracle else {})
+    assert not wrong, wrong
+    return found
+
+
 def test_a_global_entry_without_read_takes_it_as_dovecot_does(
     project: Project, solr: pysolr.Solr, mail_server: MailServer
 ) -> None:
@@ -362,39 +405,37 @@ def test_a_global_entry_without_read_takes_it_as_dovecot_does(
     folder. The crawl skipped entries without ``r``: carol found the first folder's messages, bob
     the second's. Now every user's search equals Dovecot's MYRIGHTS."""
     tag = f"take{random.Random().randrange(10**6)}"
-    team, own = f"{tag}-team", f"{tag}-own"
-    mailboxes = Mailboxes(mail_server, random.Random(92), tag)
-    mailboxes.folders["bob"] += [team, own]
-    with mail_server.client("bob") as bob:
-        for folder, grantee in ((team, "$board"), (own, "dave")):
-            bob.create_folder(folder)
-            bob.setacl(folder, grantee, "lr")
-    added = {folder: mailboxes.add("bob", folder) for folder in (team, own)}
-    global_acl = mail_server.folder / "global-acl"
-    before = global_acl.read_text()
-    global_acl.write_text(before + f"* user=carol l\n{own} group=sales l\n")
-    try:
-        assert mail_server.folder_rights("carol", "bob", team) == "l"  # not her board's lr
-        assert mail_server.folder_rights("dave", "bob", team) == "lr"
-        assert mail_server.folder_rights("bob", "bob", own) == "l"  # not his owner's rights
+    lines = f"* user=carol l\n{tag}-own group=sales l\n"
+    with global_lines(mail_server, tag, 92, {"team": "$board", "own": "dave"}, lines) as (mailboxes, added):
+        assert mail_server.folder_rights("carol", "bob", f"{tag}-team") == "l"  # not her board's lr
+        assert mail_server.folder_rights("dave", "bob", f"{tag}-team") == "lr"
+        assert mail_server.folder_rights("bob", "bob", f"{tag}-own") == "l"  # not his owner's rights
         with mail_server.client("carol") as carol, pytest.raises(carol.Error):
-            carol.select_folder(f"shared/bob/{team}", readonly=True)
-        name = "mail-global-take"
-        imap_source(project, name, mail_server, users=["bob"], include=f"{tag}-*")
-        result = crawl(project, name, mail_server)
-        assert result.returncode == 0, result.stderr[-3000:]
-        named = as_messages({doc["id"]: doc for doc in solr_docs(solr, name)})
-        assert set(added.values()) <= set(named.values())
-        index = SolrIndex(project.solr_url, timeout=30)
-        wrong = {}
-        for user in USERS:
-            oracle = {mid for mid in mailboxes.readable(user) if mailboxes.messages[mid][0] == "bob"}
-            oracle |= {mid + "#attachment" for mid in oracle if mailboxes.messages[mid][2]}
-            found = {named[key] for key in found_by(index, principals(user), name)}
-            wrong.update({user: sorted(found ^ oracle)} if found != oracle else {})
-        assert not wrong, wrong  # the old code: carol found the team folder's message, bob his own folder's
-        assert added[team] not in {named[key] for key in found_by(index, principals("carol"), name)}
-        assert added[own] not in {named[key] for key in found_by(index, principals("bob"), name)}
-        assert added[own] in {named[key] for key in found_by(index, principals("dave"), name)}
-    finally:
-        global_acl.write_text(before)
+            carol.select_folder(f"shared/bob/{tag}-team", readonly=True)
+        # the old code: carol found the team folder's message, bob his own folder's
+        found = crawl_of_bob(project, solr, mail_server, mailboxes, "mail-global-take")
+        assert added["team"] not in found["carol"] and added["own"] not in found["bob"] and added["own"] in found["dave"]
+
+
+CHECKED = (("carol", "team"), ("alice", "given"), ("bob", "team"), ("bob", "given"))
+
+
+def test_global_lines_of_the_name_others_see_count_for_them(project: Project, solr: pysolr.Solr, mail_server: MailServer) -> None:
+    """Issue 91: a global line whose pattern matches only the name the other users see
+    (``shared/bob/...``) never shows to the crawl logged in for bob, who sees ``Reports``. The
+    crawl read only that name: carol (in sales) found the messages of a folder whose own list gives
+    ``$sales lr`` and `shared/bob/<folder> user=carol l` leaves her ``l``, and alice did not find
+    those of a folder a `shared/bob/<folder> user=alice lr` line opens to her. Now each folder's
+    list is read under the others' name too, and every user's search equals Dovecot's MYRIGHTS."""
+    tag = f"seen{random.Random().randrange(10**6)}"
+    lines = f"shared/bob/{tag}-t* user=carol l\nshared/bob/{tag}-given user=alice lr\n"
+    with global_lines(mail_server, tag, 93, {"team": "$sales", "given": "dave"}, lines) as (mailboxes, added):
+        with mail_server.client("bob") as bob:  # a deny in both names' lists: bob, not in board, still reads
+            bob.setacl(f"{tag}-given", "-$board", "r")
+        # carol, in sales: not her group's lr; alice: given by the others' name; bob: his own
+        rights = [mail_server.folder_rights(who, "bob", f"{tag}-{name}") for who, name in CHECKED]
+        assert rights[:2] == ["l", "lr"] and all("r" in own for own in rights[2:]), rights
+        # the old code: carol found the team folder's message, alice not the given one's
+        found = crawl_of_bob(project, solr, mail_server, mailboxes, "mail-others-name")
+        assert added["team"] not in found["carol"] and added["given"] in found["alice"] and added["given"] not in found["dave"]
+        assert set(added.values()) <= found["bob"]
