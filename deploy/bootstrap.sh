@@ -14,6 +14,7 @@
 # answers   what answers need of this installation: semantic search (docs/answers.md)
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
+# server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
 #           servers, the compilers the test extra is built with, the tests' artefacts
 #
@@ -61,6 +62,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     render) packages+=(chromium) ;;
     semantic | answers) extras+=(semantic) ;;
     kerberos | smb) packages+=("${kerberos[@]}"); extras+=(kerberos) ;;
+    server | deploy) extras+=("$1") ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
       packages+=("${tests[@]}")
@@ -74,7 +76,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, test)" >&2
       exit 2
       ;;
   esac
