@@ -113,3 +113,21 @@ def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:
     for name in ("handbook", "broken"):
         shown = offline_project.scrapy("status", name)
         assert shown.returncode == 0 and f"== {name}\ndocuments: none" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_doctor_says_the_main_job_works_with_the_dev_solr(project) -> None:
+    """Issue 92: `scrapy doctor` asks the real Solr its schema and compares it with the packaged one."""
+    from searchcrawl.ops.doctor import packaged_schema
+
+    works = project.scrapy("doctor")
+    assert works.returncode == 0, works.stdout + works.stderr
+    assert f"[     ok] Solr: {project.solr_url} answers, schema {packaged_schema()}" in works.stdout
+    assert "[     ok] Document table: sqlite:///" in works.stdout
+    assert "The main job works." in works.stdout
+
+
+def test_doctor_fails_without_solr_and_names_the_command(offline_project) -> None:
+    silent = offline_project.scrapy("doctor", "--timeout", "2")
+    assert silent.returncode == 1, silent.stdout + silent.stderr
+    assert f"[FAILING] Solr: {offline_project.solr_url} does not answer" in silent.stdout
+    assert "-> scrapy solr start" in silent.stdout
