@@ -3,7 +3,7 @@
 # Debian packages, the Python venv in .venv with the project, the Maven dependencies of the dev
 # Solr (solr/launcher/pom.xml), and what each capability asked for adds.
 #
-#   bash deploy/bootstrap.sh [PROFILE...]     (default: runtime)
+#   bash deploy/bootstrap.sh [--list] [PROFILE...]     (default: runtime; --list: say what, install nothing)
 #
 # runtime   a crawl into the dev Solr: what deploy/quickstart.sh installs (every profile includes it)
 # tika      the Tika server's jar, for documents converted by Tika (docs/indexing.md)
@@ -87,11 +87,20 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
   esac
 }
 
+list=""
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 profiles=("$@")
 [ "${#profiles[@]}" -gt 0 ] || profiles=(runtime)
 packages+=("${runtime[@]}"); build+=("${runtime_build[@]}")
 for profile in "${profiles[@]}"; do add_profile "$profile"; done
 
+if [ -n "$list" ]; then
+  echo "debian: ${build[*]} ${packages[*]}"
+  echo "extras: $(printf '%s\n' "${extras[@]}" | sort -u | paste -sd' ')"
+  echo "pip: ${pip_extra[*]}"
+  echo "steps: $(printf '%s\n' "${steps[@]}" | sort -u | paste -sd' ')"
+  exit 0
+fi
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing_of() {  # the packages named that are not installed
   for package in "$@"; do dpkg -s "$package" >/dev/null 2>&1 || echo "$package"; done
