@@ -26,7 +26,9 @@ def test_the_quickstart_installs_the_runtime_alone() -> None:
     assert {"openjdk-17-jdk-headless", "maven", "python3-venv"} <= runtime["debian"]
     # pylibacl has no binary wheel: exactly what it is built with, no C++ compiler nor cmake
     assert {"gcc", "libc6-dev", "python3-dev", "libacl1-dev"} <= runtime["debian"]
-    assert not runtime["debian"] & (TEST_SERVERS | {"g++", "cmake", "chromium", "tesseract-ocr", "libreoffice-impress-nogui", "nodejs"})
+    assert not runtime["debian"] & (
+        TEST_SERVERS | {"g++", "cmake", "chromium", "tesseract-ocr", "libreoffice-impress-nogui", "nodejs"}
+    )
     assert runtime["extras"] == set() and runtime["pip"] == set() and runtime["steps"] == set()
     assert listed() == runtime  # the default
     assert "bootstrap.sh runtime" in (SCRIPT.parent / "quickstart.sh").read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """`scrapy doctor`: for this installation, what is installed and working (Solr and its schema,
 the document table, Tika, each optional capability, the model servers it is configured for) and
-the one command that adds what is missing (searchcrawl/ops/doctor.py decides; this asks).
+the one command that adds what is missing (searchcrawl/ops/installation.py decides; this asks).
 
 Exit code 0 when the main job (a crawl into Solr, recorded in the document table) works, 1 when
 it does not; a missing optional capability is reported, not failed.
@@ -9,7 +9,6 @@ it does not; a missing optional capability is reported, not failed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from importlib import metadata
 from urllib.parse import urlsplit
@@ -19,8 +18,7 @@ from scrapy.settings import BaseSettings
 from sqlalchemy.engine import make_url
 
 from searchcrawl.commands import hint_program, open_database
-from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.ops import doctor
+from searchcrawl.ops import installation
 from searchcrawl.ops.daily_summary import check_tika, why_silent
 from searchcrawl.system import paths
 
@@ -41,48 +39,48 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         findings = findings_of(self.settings, opts.timeout)
-        print("\n".join(doctor.report_lines(findings)))
-        self.exitcode = doctor.exit_code(findings)
+        print("\n".join(installation.report_lines(findings)))
+        self.exitcode = installation.exit_code(findings)
         print("\nThe main job works." if self.exitcode == 0 else "\nThe main job does not work: see FAILING and MISSING above.")
 
 
-def findings_of(settings: BaseSettings, timeout: float) -> list[doctor.Finding]:
+def findings_of(settings: BaseSettings, timeout: float) -> list[installation.Finding]:
     requires = metadata.requires("searchcrawl") or []
     solr_url = paths.solr_url(settings)
     dev = urlsplit(solr_url.split(",")[0]).hostname in LOCAL_HOSTS
     chromium = settings.get("SEARCHCRAWL_CHROMIUM_PATH") or ""
     return [
-        doctor.packages_finding("Python packages", doctor.unmet_requirements(requires, None), "runtime", essential=True),
-        doctor.programs_finding("Java and Maven (the dev Solr, Tika)", doctor.which("java", "mvn"), "runtime", essential=dev),
+        installation.packages_finding(
+            "Python packages", installation.unmet_requirements(requires, None), "runtime", essential=True
+        ),
+        installation.programs_finding(
+            "Java and Maven (the dev Solr, Tika)", installation.which("java", "mvn"), "runtime", essential=dev
+        ),
         _solr(solr_url, paths.solr_auth(settings), dev, timeout),
         _database(settings),
         _tika(settings.get("SEARCHCRAWL_TIKA_URL") or "", timeout),
-        doctor.programs_finding("OCR (Tesseract, through Tika)", doctor.which("tesseract"), "ocr"),
-        doctor.programs_finding("Legacy .doc and .ppt", doctor.which("antiword", "catppt", "soffice"), "documents"),
-        doctor.programs_finding(
+        installation.programs_finding("OCR (Tesseract, through Tika)", installation.which("tesseract"), "ocr"),
+        installation.programs_finding("Legacy .doc and .ppt", installation.which("antiword", "catppt", "soffice"), "documents"),
+        installation.programs_finding(
             "JavaScript rendering (Chromium)", {chromium: chromium if os.access(chromium, os.X_OK) else None}, "render"
         ),
         _embeddings(requires, settings.get("SEARCHCRAWL_EMBEDDINGS") or ""),
         _answers(settings.get("SEARCHCRAWL_ANSWERS_URL") or "", timeout),
-        doctor.packages_finding(
+        installation.packages_finding(
             "Kerberos (sign-in, SMB's auth = kerberos)",
-            doctor.unmet_requirements(requires, "kerberos") + [name for name, path in doctor.which("kinit").items() if not path],
+            installation.unmet_requirements(requires, "kerberos")
+            + [name for name, path in installation.which("kinit").items() if not path],
             "kerberos",
         ),
     ]
 
 
-def _solr(url: str, auth: tuple[str, str] | None, dev: bool, timeout: float) -> doctor.Finding:
-    failure, schema = None, None
-    try:
-        answer = SolrIndex(url, timeout=timeout, auth=auth).request("get", "schema/name?wt=json", "did not name its schema")
-        schema = str(json.loads(answer).get("name", ""))
-    except (IndexingError, ValueError) as exc:
-        failure = str(exc)
-    return doctor.solr_finding(url, failure, schema, doctor.packaged_schema(), dev, hint_program())
+def _solr(url: str, auth: tuple[str, str] | None, dev: bool, timeout: float) -> installation.Finding:
+    failure, schema = installation.solr_schema(url, auth, timeout)
+    return installation.solr_finding(url, failure, schema, installation.packaged_schema(), dev, hint_program())
 
 
-def _database(settings: BaseSettings) -> doctor.Finding:
+def _database(settings: BaseSettings) -> installation.Finding:
     try:
         shown = make_url(paths.db_url(settings)).render_as_string(hide_password=True)
     except Exception:  # a URL SQLAlchemy cannot read: never shown, it may hold a password
@@ -91,17 +89,17 @@ def _database(settings: BaseSettings) -> doctor.Finding:
         with open_database(settings):
             pass
     except Exception as exc:  # any failure to open it is the finding: its type and message
-        return doctor.database_finding(shown, f"{type(exc).__name__}: {exc}")
-    return doctor.database_finding(shown, None)
+        return installation.database_finding(shown, f"{type(exc).__name__}: {exc}")
+    return installation.database_finding(shown, None)
 
 
-def _tika(url: str, timeout: float) -> doctor.Finding:
+def _tika(url: str, timeout: float) -> installation.Finding:
     failure = check_tika(url, timeout) if url else None
-    return doctor.service_finding("Tika", "SEARCHCRAWL_TIKA_URL", url, failure, "tika", f"{hint_program()} tika start")
+    return installation.service_finding("Tika", "SEARCHCRAWL_TIKA_URL", url, failure, "tika", f"{hint_program()} tika start")
 
 
-def _embeddings(requires: list[str], setting: str) -> doctor.Finding:
-    unmet = doctor.unmet_requirements(requires, "semantic")
+def _embeddings(requires: list[str], setting: str) -> installation.Finding:
+    unmet = installation.unmet_requirements(requires, "semantic")
     failure = None
     if setting and not unmet:
         from searchcrawl.semantic.embedders import checked, embedder_from
@@ -112,9 +110,9 @@ def _embeddings(requires: list[str], setting: str) -> doctor.Finding:
                 checked(embedder)
         except Exception as exc:  # the model's own failure, whatever it is, is the finding
             failure = f"{type(exc).__name__}: {exc}"
-    return doctor.embeddings_finding(setting, unmet, failure)
+    return installation.embeddings_finding(setting, unmet, failure)
 
 
-def _answers(url: str, timeout: float) -> doctor.Finding:
+def _answers(url: str, timeout: float) -> installation.Finding:
     failure = why_silent(f"{url.rstrip('/')}/models", timeout) if url else None
-    return doctor.service_finding("Answers' model server", "SEARCHCRAWL_ANSWERS_URL", url, failure, "answers")
+    return installation.service_finding("Answers' model server", "SEARCHCRAWL_ANSWERS_URL", url, failure, "answers")

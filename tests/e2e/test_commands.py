@@ -117,7 +117,7 @@ def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:
 
 def test_doctor_says_the_main_job_works_with_the_dev_solr(project) -> None:
     """Issue 92: `scrapy doctor` asks the real Solr its schema and compares it with the packaged one."""
-    from searchcrawl.ops.doctor import packaged_schema
+    from searchcrawl.ops.installation import packaged_schema
 
     works = project.scrapy("doctor")
     assert works.returncode == 0, works.stdout + works.stderr

@@ -9,6 +9,7 @@ The commands named are deploy/bootstrap.sh's profiles: one mechanism installs, o
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.system.resources import package_dir
 
 OK, OFF, MISSING, FAILING = "ok", "off", "missing", "failing"
@@ -119,6 +121,15 @@ def packaged_schema() -> str:
         match = SCHEMA_NAME.search((Path(conf) / "schema.xml").read_text(encoding="utf-8"))
     assert match is not None, "the packaged schema.xml names no searchcrawl-<n> schema"
     return f"searchcrawl-{match.group(1)}"
+
+
+def solr_schema(url: str, auth: tuple[str, str] | None, timeout: float) -> tuple[str | None, str | None]:
+    """(why Solr at ``url`` did not answer, None; or None, the schema name it reported)."""
+    try:
+        answer = SolrIndex(url, timeout=timeout, auth=auth).request("get", "schema/name?wt=json", "did not name its schema")
+        return None, str(json.loads(answer).get("name", ""))
+    except (IndexingError, ValueError) as exc:
+        return str(exc), None
 
 
 def solr_finding(
