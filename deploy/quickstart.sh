@@ -3,5 +3,5 @@
 # source, and prints search results (`scrapy demo`). Solr keeps running: `.venv/bin/scrapy solr stop`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/bootstrap.sh
+bash deploy/bootstrap.sh runtime
 exec .venv/bin/scrapy demo "$@"

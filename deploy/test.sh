@@ -4,7 +4,7 @@
 # sets the number of pytest-xdist workers (default 3; 0: one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/bootstrap.sh
+bash deploy/bootstrap.sh test
 # Bytecode, and pytest's rewritten test modules, are kept between runs, outside the source tree
 # (in .venv): a shell with PYTHONDONTWRITEBYTECODE set (as this machine's are) compiles them anew
 # in every pytest worker (3 s of CPU each to collect the tests) and in every Python process the

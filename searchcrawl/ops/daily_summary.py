@@ -234,15 +234,20 @@ def send_summary(summary: DailySummary, notifier: Notifier, base_url: str = "") 
 CHECK_EVENTS = {"solr": "solr_unreachable", "tika": "tika_unreachable"}
 
 
-def check_tika(tika_url: str, timeout: float) -> str | None:
-    """Why the Tika server does not answer (None: it does), asked for its version."""
+def why_silent(url: str, timeout: float) -> str | None:
+    """Why the server does not answer a GET of ``url`` with a success (None: it does)."""
     import requests  # the Tika client's own library
 
     try:
-        answer = requests.get(f"{tika_url.rstrip('/')}/version", timeout=timeout)
+        answer = requests.get(url, timeout=timeout)
     except requests.RequestException as exc:
         return f"no answer ({type(exc).__name__})"
     return None if answer.ok else f"it answered {answer.status_code}"
+
+
+def check_tika(tika_url: str, timeout: float) -> str | None:
+    """Why the Tika server does not answer (None: it does), asked for its version."""
+    return why_silent(f"{tika_url.rstrip('/')}/version", timeout)
 
 
 def service_problems(solr: SolrIndex | None, tika_url: str, timeout: float) -> dict[str, str]:

