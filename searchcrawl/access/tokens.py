@@ -4,7 +4,11 @@ A token is a namespaced string: ``user:alice`` (a user name, or a user's DN), ``
 name>``, ``member:<DN>`` (a group holding the user's DN as a ``member`` or ``uniqueMember``,
 itself or through groupOfNames and groupOfUniqueNames in it: what Apache's ``Require ldap-group``
 means by default, narrower than ``group:``, which also counts memberUid, primary groups and any
-nesting), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
+nesting), ``direct:<attribute>:<cn>`` and ``direct:<attribute>/<objectClass>:<cn>`` (a group,
+by its first cn, whose ``attribute`` holds the user itself, no nesting: ``member`` or
+``uniqueMember`` their DN, ``memberUid`` their uid, ``gidNumber`` their primary gidNumber; with
+the class, a group of that objectClass: what one search by a filter such as DokuWiki's authldap
+``groupfilter`` finds, ``direct_token``), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
 a directory user's uidNumber and gidNumber), ``sid:S-1-5-21-...`` (a Windows security identifier:
 an NTFS ACL's, matched to an Active Directory user's objectSid and tokenGroups), and ``public``
 (everyone, signed in or not). A document's ``Access`` is a list of levels and a list of deny tokens:
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 PUBLIC = "public"
-NAMESPACES = ("user", "group", "member", "uid", "gid", "sid")
+NAMESPACES = ("user", "group", "member", "direct", "uid", "gid", "sid")
 MAX_TOKEN_CHARS = 1024
 # The index's levels: the document's own and at most three above it (a folder, a share ...).
 # More levels that restrict differently are folded into the last, keeping only the tokens they
@@ -52,6 +56,7 @@ OVERRIDING_FIELD = "access_allow_early"  # Access.overriding
 _SID = re.compile(r"s-1-[0-9]{1,15}(?:-[0-9]{1,10}){0,15}", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DN_SPACES = re.compile(r"\s*([,=+])\s*")
+_DIRECT = re.compile(r"[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?:[^=]+")  # attribute[/objectclass]:cn
 
 
 class AccessError(ValueError):
@@ -88,11 +93,24 @@ def normal_token(text: str) -> str:
     value = value.lower()
     if namespace == "member" and "=" not in value:
         raise AccessError(f"{text[:80]!r}: member takes a group's DN")
+    if namespace == "direct":
+        if not _DIRECT.fullmatch(value):
+            raise AccessError(f"{text[:80]!r}: direct takes attribute[/objectClass]:cn, such as memberuid/posixgroup:finance")
+        return f"direct:{value}"
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
     elif namespace == "user":
         value = value.rsplit("\\", 1)[-1].split("@", 1)[0] or value
     return f"{namespace}:{value}"
+
+
+def direct_token(attribute: str, group_class: str | None, cn: str) -> str:
+    """The ``direct:`` token of a group named ``cn`` whose ``attribute`` holds the user itself
+    (of ``group_class`` only, or of any class: None): the one spelling of what the directory
+    gives a searcher (access/directory.py) and what a source's group grants name (DokuWiki on
+    LDAP, access/dokuwiki_acl.py)."""
+    kind = attribute if group_class is None else f"{attribute}/{group_class}"
+    return normal_token(f"direct:{kind}:{cn}")
 
 
 @dataclass(frozen=True)
