@@ -31,6 +31,7 @@ packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc 
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
           dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
           krb5-user libkrb5-dev)
+packages+=(php-ldap)  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (tests/wiki_server.py)
 # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider, from
 # the npm registry): Debian's packages, unless a Node.js with npm is installed already
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -13,7 +13,7 @@ installation. What tests may rely on:
   searchcrawl pointed at it;
 - ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
 - ``added_person(uid, password)``: a context in which one more person (inetOrgPerson, in no
-  group, no numbers) is in the directory, such as ``bob@partner.example``; ``added_groups``
+  group, no numbers unless ``numbers``: a posixAccount's uidNumber and gidNumber) is in the directory, such as ``bob@partner.example``; ``added_groups``
   likewise more groups;
 - ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
   certificate of a CA of its own (``ca_file``);
@@ -164,13 +164,17 @@ class DirectoryServer:
         self._modify(group, {"member": [(ldap3.MODIFY_ADD, [self.user_dn(uid)])]})
 
     @contextmanager
-    def added_person(self, uid: str, password: str) -> Iterator[str]:
-        """One more person, ``uid`` with ``password``, in no group and without numbers, while the
-        block runs; yields its DN."""
+    def added_person(self, uid: str, password: str, numbers: tuple[int, int] | None = None) -> Iterator[str]:
+        """One more person, ``uid`` with ``password``, in no group and without numbers (unless
+        ``numbers``: a posixAccount's uidNumber and gidNumber), while the block runs; yields its DN."""
         dn = self.user_dn(uid)
-        attributes = {"uid": uid, "cn": uid, "sn": uid, "userPassword": password}
+        attributes: dict[str, object] = {"uid": uid, "cn": uid, "sn": uid, "userPassword": password}
+        classes = ["inetOrgPerson"]
+        if numbers is not None:
+            classes.append("posixAccount")
+            attributes.update(uidNumber=str(numbers[0]), gidNumber=str(numbers[1]), homeDirectory=f"/home/{uid}")
         with self._as_root() as connection:
-            assert connection.add(dn, ["inetOrgPerson"], attributes), connection.result
+            assert connection.add(dn, classes, attributes), connection.result
         try:
             yield dn
         finally:

@@ -12,6 +12,7 @@ namespace = ""                                    # only the pages below a names
 acl_file = "/var/lib/dokuwiki/acl/acl.auth.php"   # who may read: the wiki's rules (else [access])
 superuser = ["@admin"]                            # the wiki's 'superuser': they read every page
 group_token = "group:{id}"                        # a wiki group's token (unset: groups read nothing)
+# ldap_groupfilter = "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))"  # instead: authldap's
 authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # @user, if every signed-in user is in it
 case_sensitive = false                            # the wiki's names compare without case (LDAP, AD)
 exclude = ["playground/*"]                        # include, exclude and max_depth on ns/sub/page
@@ -39,7 +40,11 @@ keeps the page out of the index, status 927). The file is read rather than the r
 change of rules alone updates the pages' access without reading them. ``case_sensitive`` (the
 default, as the plain backend) says the wiki tells ``Bob`` from ``bob``: the index's tokens are
 lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set it false for
-LDAP or Active Directory, which compare without case. A page DokuWiki reads under another id
+LDAP or Active Directory, which compare without case. A wiki on LDAP (authldap) gives a user the
+groups its ``groupfilter`` finds, one search, no nesting: ``ldap_groupfilter``, that setting
+verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``authldap_groups``
+in access/dokuwiki_acl.py; a filter it cannot read fails the source's configuration), instead of
+``group_token``, which means every group the directory reading gives (nested ones too). A page DokuWiki reads under another id
 than the one it lists (an id its cleaning changes) is not a page. Without ``acl_file``, the
 source's ``[access]`` table says (its rules match ``/<id>``). Media files are not crawled.
 """
@@ -58,9 +63,9 @@ from urllib.parse import quote, urlsplit
 from xml.parsers.expat import ExpatError
 
 from lxml import html as lxml_html
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, read_acl
+from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, authldap_groups, read_acl
 from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import path_out_of_scope
@@ -101,6 +106,7 @@ class DokuwikiOptions(HttpRepositoryOptions):
     acl_file: str | None = None
     superuser: list[str] = Field(default_factory=list)
     group_token: str | None = None
+    ldap_groupfilter: str | None = None
     authenticated_token: str | None = None
     default_group: str = "user"
     case_sensitive: bool = True
@@ -144,6 +150,24 @@ class DokuwikiOptions(HttpRepositoryOptions):
     def _token(cls, value: str | None) -> str | None:
         return checked_token(value)
 
+    @field_validator("ldap_groupfilter")
+    @classmethod
+    def _groupfilter(cls, value: str | None) -> str | None:
+        if value is not None:
+            authldap_groups(value)  # ValueError: not read
+        return value
+
+    @model_validator(mode="after")
+    def _one_group_reading(self) -> DokuwikiOptions:
+        if self.group_token is not None and self.ldap_groupfilter is not None:
+            raise ValueError("group_token and ldap_groupfilter both say what a wiki group is: set one")
+        return self
+
+    @property
+    def ldap_groups(self) -> tuple[tuple[str, str | None], ...]:
+        """The ``direct:`` relations of the wiki's authldap groupfilter (none without one)."""
+        return authldap_groups(self.ldap_groupfilter) if self.ldap_groupfilter is not None else ()
+
     def server_urls(self) -> list[str]:
         return [self.url]
 
@@ -168,6 +192,7 @@ class DokuwikiAgent(Agent):
         self.names = WikiNames(
             user_token=self.wiki.user_token,
             group_token=self.wiki.group_token,
+            ldap_groups=self.wiki.ldap_groups,
             authenticated_token=self.wiki.authenticated_token,
             default_group=self.wiki.default_group,
             superusers=tuple(self.wiki.superuser),
