@@ -220,7 +220,8 @@ def authldap_groups(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
     conjunction = re.fullmatch(r"\(&(\(.*\))\)", text)
     if conjunction is not None:
         parts = re.fullmatch(
-            r"\((?i:objectClass)=([A-Za-z][\w-]*)\)(.+)|(.+)\((?i:objectClass)=([A-Za-z][\w-]*)\)", conjunction.group(1)
+            r"\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)(.+)|(.+)\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)",
+            conjunction.group(1),
         )
         if parts is None:
             raise ValueError(f"groupfilter {groupfilter[:200]!r}: an (&...) other than one objectClass and the relations")

@@ -210,6 +210,7 @@ def test_authldap_groupfilters_read_as_the_relations_they_search(
         "(memberUid=%{USER})",  # authldap's placeholders are lower-case
         "(&(objectClass=posixGroup)(memberUid=%{user})(gidNumber=%{gid}))",  # both, not either
         "(&(objectClass=posixGroup)(objectClass=top))",
+        "(&(objectClass=posix_group)(member=%{dn}))",  # a class no token spells
         "(|(member=%{dn})(!(cn=x)))",
         "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=*)))",
         "(memberUid=%{user})(cn=x)",
