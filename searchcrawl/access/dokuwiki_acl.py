@@ -13,7 +13,7 @@ As tokens (access/tokens.py), exact for the rules admins write:
   group: ``authenticated_token`` where the admin says every signed-in user is in it (LDAP and
   Active Directory put everyone there; the plain backend only whom it was given to), else a group
   like any other; ``@group``: ``group_token``, or for a wiki on LDAP (``ldap_groups``, from its
-  authldap ``groupfilter``: ``authldap_groups``) one ``direct:`` token per relation of the
+  authldap ``groupfilter``: tokens.py ``filter_relations``) one ``direct:`` token per relation of the
   filter, the groups that one search finds, no nesting; a user: ``user_token``); a name no token stands
   for is left out (its readers are refused: fail closed). In a wiki that tells ``Bob`` from
   ``bob`` (``case_sensitive``, the default: the plain backend, which stores names lower-case, so
@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, direct_token, unique_grants
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, direct_tokens, unique_grants
 
 READ = 1
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -84,7 +84,7 @@ class WikiNames:
 
     user_token: str = "user:{id}"
     group_token: str | None = None  # "group:{id}"; unset: a group is no one's token
-    # the wiki's groups are its authldap groupfilter's (authldap_groups): a group is the direct:
+    # the wiki's groups are its authldap groupfilter's (filter_relations): a group is the direct:
     # tokens of these (attribute, objectClass or None), instead of group_token
     ldap_groups: tuple[tuple[str, str | None], ...] = ()
     authenticated_token: str | None = None  # every signed-in user (@user, %USER%)
@@ -207,40 +207,6 @@ class WikiAcl:
             yield entry, match.group(1)
 
 
-def authldap_groups(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
-    """What DokuWiki's authldap ``groupfilter`` finds, as ``direct:`` tokens' (attribute,
-    objectClass or None) pairs: one relation ``(memberUid=%{user})`` (or ``%{uid}``),
-    ``(gidNumber=%{gid})``, ``(member=%{dn})``, ``(uniqueMember=%{dn})``, several joined by
-    ``(|...)``, either perhaps with one ``(objectClass=...)`` in a ``(&...)``. authldap fills the
-    placeholders in with the user's own values and runs one search, no nesting (its
-    ``fetchUserData``). ValueError for any other filter: its groups' meaning is not known here."""
-    text = "".join(groupfilter.split())
-    wanted = {"memberuid": ("user", "uid"), "gidnumber": ("gid",), "member": ("dn",), "uniquemember": ("dn",)}
-    group_class: str | None = None
-    conjunction = re.fullmatch(r"\(&(\(.*\))\)", text)
-    if conjunction is not None:
-        parts = re.fullmatch(
-            r"\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)(.+)|(.+)\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)",
-            conjunction.group(1),
-        )
-        if parts is None:
-            raise ValueError(f"groupfilter {groupfilter[:200]!r}: an (&...) other than one objectClass and the relations")
-        group_class = (parts.group(1) or parts.group(4)).lower()
-        text = parts.group(2) or parts.group(3)
-    either = re.fullmatch(r"\(\|(\(.*\))\)", text)
-    body = either.group(1) if either else text
-    clauses = re.findall(r"\(([^()=]*)=%\{([^}]*)\}\)", body)
-    written = "".join(f"({attribute}=%{{{placeholder}}})" for attribute, placeholder in clauses)
-    if written != body or not clauses or (either is None and len(clauses) > 1):
-        raise ValueError(
-            f"groupfilter {groupfilter[:200]!r} is not a relation of a group to the user authldap's reading is known for"
-        )
-    for attribute, placeholder in clauses:
-        if placeholder not in wanted.get(attribute.lower(), ()):
-            raise ValueError(f"groupfilter {groupfilter[:200]!r}: ({attribute}=%{{{placeholder}}}) is not read")
-    return tuple(dict.fromkeys((attribute.lower(), group_class) for attribute, _placeholder in clauses))
-
-
 def scopes_of(page: str) -> list[str]:
     """The scopes DokuWiki asks for a page id, the page's own first."""
     scopes = [page]
@@ -351,7 +317,7 @@ def _token_of(subject: str, names: WikiNames, origin: str) -> tuple[Grant, ...]:
         if not _PLAIN_NAME.fullmatch(name) or len(name) > 128:
             return ()
         if subject.startswith("@") and names.ldap_groups:  # as the wiki's groupfilter finds it
-            tokens = [direct_token(attribute, group_class, name) for attribute, group_class in names.ldap_groups]
+            tokens = direct_tokens(names.ldap_groups, name)
         else:
             template = names.group_token if subject.startswith("@") else names.user_token
             tokens = [template.replace("{id}", name)] if template is not None else []

@@ -113,6 +113,46 @@ def direct_token(attribute: str, group_class: str | None, cn: str) -> str:
     return normal_token(f"direct:{kind}:{cn}")
 
 
+def filter_relations(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
+    """What one LDAP search by a group filter finds, as ``direct:`` tokens' (attribute,
+    objectClass or None) pairs (written as DokuWiki's authldap ``groupfilter``, whose
+    ``fetchUserData`` fills the placeholders in with the user's own values and runs one search, no
+    nesting): one relation ``(memberUid=%{user})`` (or ``%{uid}``), ``(gidNumber=%{gid})``,
+    ``(member=%{dn})``, ``(uniqueMember=%{dn})``, several joined by ``(|...)``, either perhaps with
+    one ``(objectClass=...)`` in a ``(&...)``. ValueError for any other filter: its groups' meaning
+    is not known here."""
+    text = "".join(groupfilter.split())
+    wanted = {"memberuid": ("user", "uid"), "gidnumber": ("gid",), "member": ("dn",), "uniquemember": ("dn",)}
+    group_class: str | None = None
+    conjunction = re.fullmatch(r"\(&(\(.*\))\)", text)
+    if conjunction is not None:
+        parts = re.fullmatch(
+            r"\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)(.+)|(.+)\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)",
+            conjunction.group(1),
+        )
+        if parts is None:
+            raise ValueError(f"groupfilter {groupfilter[:200]!r}: an (&...) other than one objectClass and the relations")
+        group_class = (parts.group(1) or parts.group(4)).lower()
+        text = parts.group(2) or parts.group(3)
+    either = re.fullmatch(r"\(\|(\(.*\))\)", text)
+    body = either.group(1) if either else text
+    clauses = re.findall(r"\(([^()=]*)=%\{([^}]*)\}\)", body)
+    written = "".join(f"({attribute}=%{{{placeholder}}})" for attribute, placeholder in clauses)
+    if written != body or not clauses or (either is None and len(clauses) > 1):
+        raise ValueError(
+            f"groupfilter {groupfilter[:200]!r} is not a relation of a group to the user authldap's reading is known for"
+        )
+    for attribute, placeholder in clauses:
+        if placeholder not in wanted.get(attribute.lower(), ()):
+            raise ValueError(f"groupfilter {groupfilter[:200]!r}: ({attribute}=%{{{placeholder}}}) is not read")
+    return tuple(dict.fromkeys((attribute.lower(), group_class) for attribute, _placeholder in clauses))
+
+
+def direct_tokens(relations: Iterable[tuple[str, str | None]], cn: str) -> list[str]:
+    """The ``direct:`` tokens of the group ``cn`` as a filter of these ``relations`` finds it."""
+    return [direct_token(attribute, group_class, cn) for attribute, group_class in relations]
+
+
 @dataclass(frozen=True)
 class Grant:
     """A token and where it came from ("POSIX ACL of /srv/hr/pay.txt: group:finance r--")."""

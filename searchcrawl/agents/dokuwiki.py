@@ -42,8 +42,8 @@ default, as the plain backend) says the wiki tells ``Bob`` from ``bob``: the ind
 lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set it false for
 LDAP or Active Directory, which compare without case. A wiki on LDAP (authldap) gives a user the
 groups its ``groupfilter`` finds, one search, no nesting: ``ldap_groupfilter``, that setting
-verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``authldap_groups``
-in access/dokuwiki_acl.py; a filter it cannot read fails the source's configuration), instead of
+verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``filter_relations``
+in access/tokens.py; a filter it cannot read fails the source's configuration), instead of
 ``group_token``, which means every group the directory reading gives (nested ones too). A page DokuWiki reads under another id
 than the one it lists (an id its cleaning changes) is not a page. Without ``acl_file``, the
 source's ``[access]`` table says (its rules match ``/<id>``). Media files are not crawled.
@@ -65,8 +65,8 @@ from xml.parsers.expat import ExpatError
 from lxml import html as lxml_html
 from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, authldap_groups, read_acl
-from searchcrawl.access.tokens import Access
+from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, read_acl
+from searchcrawl.access.tokens import Access, filter_relations
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import path_out_of_scope
 from searchcrawl.agents.http_repository import (
@@ -154,7 +154,7 @@ class DokuwikiOptions(HttpRepositoryOptions):
     @classmethod
     def _groupfilter(cls, value: str | None) -> str | None:
         if value is not None:
-            authldap_groups(value)  # ValueError: not read
+            filter_relations(value)  # ValueError: not read
         return value
 
     @model_validator(mode="after")
@@ -166,7 +166,7 @@ class DokuwikiOptions(HttpRepositoryOptions):
     @property
     def ldap_groups(self) -> tuple[tuple[str, str | None], ...]:
         """The ``direct:`` relations of the wiki's authldap groupfilter (none without one)."""
-        return authldap_groups(self.ldap_groupfilter) if self.ldap_groupfilter is not None else ()
+        return filter_relations(self.ldap_groupfilter) if self.ldap_groupfilter is not None else ()
 
     def server_urls(self) -> list[str]:
         return [self.url]

@@ -11,7 +11,8 @@ import re
 import pytest
 
 from searchcrawl.access.decision import Principal, Principals, decide
-from searchcrawl.access.dokuwiki_acl import WikiNames, authldap_groups, name_encoded, read_acl, scopes_of
+from searchcrawl.access.dokuwiki_acl import WikiNames, name_encoded, read_acl, scopes_of
+from searchcrawl.access.tokens import filter_relations
 
 NAMES = WikiNames(group_token="group:{id}", authenticated_token="group:signed-in", superusers=("@admin",), crawler="crawler")
 # user -> groups, as DokuWiki holds them (the default group "user" among them)
@@ -198,7 +199,7 @@ def test_names_with_capitals_and_the_default_group_without_a_token() -> None:
 def test_authldap_groupfilters_read_as_the_relations_they_search(
     groupfilter: str, relations: tuple[tuple[str, str | None], ...]
 ) -> None:
-    assert authldap_groups(groupfilter) == relations
+    assert filter_relations(groupfilter) == relations
 
 
 @pytest.mark.parametrize(
@@ -218,13 +219,13 @@ def test_authldap_groupfilters_read_as_the_relations_they_search(
 )
 def test_a_groupfilter_that_is_not_read_is_refused(groupfilter: str) -> None:
     with pytest.raises(ValueError, match="groupfilter"):
-        authldap_groups(groupfilter)
+        filter_relations(groupfilter)
 
 
 def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them() -> None:
     """Issue 91 point 2: with authldap's groupfilter a group (a read, a deny, a superuser group)
     is the direct: tokens of its relations, never group:, which counts nested groups too."""
-    posix = authldap_groups("(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))")
+    posix = filter_relations("(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))")
     names = WikiNames(ldap_groups=posix, superusers=("@admin",), case_sensitive=False)
     access, _ = read_acl("*  @ALL  0\n*  @finance  1\n*  bob  0\n", "acl.auth.php").access_of("start", names)
     assert access is not None
