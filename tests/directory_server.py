@@ -14,7 +14,7 @@ installation. What tests may rely on:
 - ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
 - ``added_person(uid, password)``: a context in which one more person (inetOrgPerson, in no
   group, no numbers unless ``numbers``: a posixAccount's uidNumber and gidNumber) is in the directory, such as ``bob@partner.example``; ``added_groups``
-  likewise more groups;
+  likewise more groups (``READING_GROUPS``, say);
 - ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
   certificate of a CA of its own (``ca_file``);
 - ``DirectoryServer(folder, private_groups=True)``: a directory hardened as some are: a user may
@@ -70,6 +70,16 @@ GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
     "developers": ("posixGroup", (), 2001),
     "loop-a": ("groupOfNames", (("user", "alice"), ("group", "loop-b")), None),
     "loop-b": ("groupOfNames", (("group", "loop-a"),), None),
+}
+
+# groups that tell readings of membership apart (issue 91 point 2), for ``added_groups``: bob is in
+# inspectors by memberUid, in auditors only through it (a posixGroup inside a groupOfNames), in
+# editors by member DN, in reviewers only through it (a groupOfNames inside one)
+READING_GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
+    "inspectors": ("posixGroup", (("user", "bob"),), 3100),
+    "auditors": ("groupOfNames", (("group", "inspectors"),), None),
+    "editors": ("groupOfNames", (("user", "bob"),), None),
+    "reviewers": ("groupOfNames", (("group", "editors"),), None),
 }
 
 

@@ -12,7 +12,7 @@ As tokens (access/tokens.py), exact for the rules admins write:
 - every name a level gives read is an allow token (``@ALL``: ``public``; ``@user``, the default
   group: ``authenticated_token`` where the admin says every signed-in user is in it (LDAP and
   Active Directory put everyone there; the plain backend only whom it was given to), else a group
-  like any other; ``@group``: ``group_token``, or for a wiki on LDAP (``ldap_groups``, from its
+  like any other; ``@group``: ``group_token``, or for a wiki on LDAP (``group_relations``, from its
   authldap ``groupfilter``: tokens.py ``filter_relations``) one ``direct:`` token per relation of the
   filter, the groups that one search finds, no nesting; a user: ``user_token``); a name no token stands
   for is left out (its readers are refused: fail closed). In a wiki that tells ``Bob`` from
@@ -86,7 +86,7 @@ class WikiNames:
     group_token: str | None = None  # "group:{id}"; unset: a group is no one's token
     # the wiki's groups are its authldap groupfilter's (filter_relations): a group is the direct:
     # tokens of these (attribute, objectClass or None), instead of group_token
-    ldap_groups: tuple[tuple[str, str | None], ...] = ()
+    group_relations: tuple[tuple[str, str | None], ...] = ()
     authenticated_token: str | None = None  # every signed-in user (@user, %USER%)
     default_group: str = "user"  # DokuWiki's defaultgroup
     superusers: tuple[str, ...] = ()  # DokuWiki's superuser setting: names and @groups
@@ -316,8 +316,8 @@ def _token_of(subject: str, names: WikiNames, origin: str) -> tuple[Grant, ...]:
         name = subject.removeprefix("@")
         if not _PLAIN_NAME.fullmatch(name) or len(name) > 128:
             return ()
-        if subject.startswith("@") and names.ldap_groups:  # as the wiki's groupfilter finds it
-            tokens = direct_tokens(names.ldap_groups, name)
+        if subject.startswith("@") and names.group_relations:  # as the wiki's groupfilter finds it
+            tokens = direct_tokens(names.group_relations, name)
         else:
             template = names.group_token if subject.startswith("@") else names.user_token
             tokens = [template.replace("{id}", name)] if template is not None else []

@@ -12,7 +12,7 @@ namespace = ""                                    # only the pages below a names
 acl_file = "/var/lib/dokuwiki/acl/acl.auth.php"   # who may read: the wiki's rules (else [access])
 superuser = ["@admin"]                            # the wiki's 'superuser': they read every page
 group_token = "group:{id}"                        # a wiki group's token (unset: groups read nothing)
-# ldap_groupfilter = "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))"  # instead: authldap's
+# group_filter = "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))"  # instead: authldap's groupfilter
 authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # @user, if every signed-in user is in it
 case_sensitive = false                            # the wiki's names compare without case (LDAP, AD)
 exclude = ["playground/*"]                        # include, exclude and max_depth on ns/sub/page
@@ -41,7 +41,7 @@ change of rules alone updates the pages' access without reading them. ``case_sen
 default, as the plain backend) says the wiki tells ``Bob`` from ``bob``: the index's tokens are
 lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set it false for
 LDAP or Active Directory, which compare without case. A wiki on LDAP (authldap) gives a user the
-groups its ``groupfilter`` finds, one search, no nesting: ``ldap_groupfilter``, that setting
+groups its ``groupfilter`` finds, one search, no nesting: ``group_filter``, that setting
 verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``filter_relations``
 in access/tokens.py; a filter it cannot read fails the source's configuration), instead of
 ``group_token``, which means every group the directory reading gives (nested ones too). A page DokuWiki reads under another id
@@ -63,19 +63,19 @@ from urllib.parse import quote, urlsplit
 from xml.parsers.expat import ExpatError
 
 from lxml import html as lxml_html
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, read_acl
-from searchcrawl.access.tokens import Access, filter_relations
+from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import path_out_of_scope
 from searchcrawl.agents.http_repository import (
+    GroupOptions,
     HttpClient,
     HttpRepositoryOptions,
     checked_token,
     folder_url,
     server_file,
-    token_template,
 )
 
 logger = logging.getLogger(__name__)
@@ -98,15 +98,13 @@ class WikiFault(AgentError):
         self.code = code
 
 
-class DokuwikiOptions(HttpRepositoryOptions):
+class DokuwikiOptions(HttpRepositoryOptions, GroupOptions):
     """The ``[dokuwiki]`` table of a source of type ``dokuwiki``."""
 
     url: str
     namespace: str = ""
     acl_file: str | None = None
     superuser: list[str] = Field(default_factory=list)
-    group_token: str | None = None
-    ldap_groupfilter: str | None = None
     authenticated_token: str | None = None
     default_group: str = "user"
     case_sensitive: bool = True
@@ -131,11 +129,6 @@ class DokuwikiOptions(HttpRepositoryOptions):
             raise ValueError(f"{value!r} is not an absolute path")
         return value
 
-    @field_validator("group_token")
-    @classmethod
-    def _template(cls, value: str | None) -> str | None:
-        return token_template(value)
-
     @field_validator("superuser")
     @classmethod
     def _names(cls, values: list[str]) -> list[str]:
@@ -149,24 +142,6 @@ class DokuwikiOptions(HttpRepositoryOptions):
     @classmethod
     def _token(cls, value: str | None) -> str | None:
         return checked_token(value)
-
-    @field_validator("ldap_groupfilter")
-    @classmethod
-    def _groupfilter(cls, value: str | None) -> str | None:
-        if value is not None:
-            filter_relations(value)  # ValueError: not read
-        return value
-
-    @model_validator(mode="after")
-    def _one_group_reading(self) -> DokuwikiOptions:
-        if self.group_token is not None and self.ldap_groupfilter is not None:
-            raise ValueError("group_token and ldap_groupfilter both say what a wiki group is: set one")
-        return self
-
-    @property
-    def ldap_groups(self) -> tuple[tuple[str, str | None], ...]:
-        """The ``direct:`` relations of the wiki's authldap groupfilter (none without one)."""
-        return filter_relations(self.ldap_groupfilter) if self.ldap_groupfilter is not None else ()
 
     def server_urls(self) -> list[str]:
         return [self.url]
@@ -192,7 +167,7 @@ class DokuwikiAgent(Agent):
         self.names = WikiNames(
             user_token=self.wiki.user_token,
             group_token=self.wiki.group_token,
-            ldap_groups=self.wiki.ldap_groups,
+            group_relations=self.wiki.group_relations,
             authenticated_token=self.wiki.authenticated_token,
             default_group=self.wiki.default_group,
             superusers=tuple(self.wiki.superuser),

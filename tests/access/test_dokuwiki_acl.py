@@ -226,7 +226,7 @@ def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them() -> Non
     """Issue 91 point 2: with authldap's groupfilter a group (a read, a deny, a superuser group)
     is the direct: tokens of its relations, never group:, which counts nested groups too."""
     posix = filter_relations("(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))")
-    names = WikiNames(ldap_groups=posix, superusers=("@admin",), case_sensitive=False)
+    names = WikiNames(group_relations=posix, superusers=("@admin",), case_sensitive=False)
     access, _ = read_acl("*  @ALL  0\n*  @finance  1\n*  bob  0\n", "acl.auth.php").access_of("start", names)
     assert access is not None
     assert {g.token for g in access.levels[0].allow} == {
@@ -240,7 +240,7 @@ def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them() -> Non
     by_uid = Principals.of("alice", [Principal("direct:memberuid/posixgroup:finance", "test")])
     assert decide(access, by_uid).granted
     denied, _ = read_acl("*  @ALL  1\nwiki:*  @finance  0\n", "acl.auth.php").access_of(
-        "wiki:start", WikiNames(ldap_groups=posix)
+        "wiki:start", WikiNames(group_relations=posix)
     )
     assert denied is not None and {g.token for g in denied.deny} == {
         "direct:gidnumber/posixgroup:finance",

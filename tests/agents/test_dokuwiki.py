@@ -32,8 +32,8 @@ def agent(**changes: Any) -> DokuwikiAgent:
         ({"namespace": "a/b"}, "namespace"),
         ({"superuser": ["@admin,cn=x"]}, "an @group"),
         ({"authenticated_token": "staff"}, "not an access token"),
-        ({"ldap_groupfilter": "(cn=*)"}, "is not a relation of a group"),
-        ({"ldap_groupfilter": "(member=%{dn})", "group_token": "group:{id}"}, "set one"),
+        ({"group_filter": "(cn=*)"}, "is not a relation of a group"),
+        ({"group_filter": "(member=%{dn})", "group_token": "group:{id}"}, "set one"),
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
@@ -51,9 +51,9 @@ def test_urls_namespaces_and_superusers() -> None:
 
 
 def test_a_wiki_on_ldap_names_its_groups_by_its_groupfilter() -> None:
-    wiki = agent(ldap_groupfilter="(&(objectClass=groupOfNames)(member=%{dn}))")
-    assert wiki.names.ldap_groups == (("member", "groupofnames"),) and wiki.names.group_token is None
-    assert agent().names.ldap_groups == ()
+    wiki = agent(group_filter="(&(objectClass=groupOfNames)(member=%{dn}))")
+    assert wiki.names.group_relations == (("member", "groupofnames"),) and wiki.names.group_token is None
+    assert agent().names.group_relations == ()
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.dokuwiki_acl import WikiNames, read_acl
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
-from tests.directory_server import DirectoryServer
+from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
 from tests.wiki_server import CRAWLER, WikiServer
 
@@ -216,14 +216,7 @@ def ldap_wiki(directory_server: DirectoryServer) -> Iterator[WikiServer]:
             server.stop()
 
 
-# Issue 91 point 2: groups bob and alice are in by the directory's reading, not all by authldap's
-LDAP_GROUPS = {
-    "inspectors": ("posixGroup", (("user", "bob"),), 3100),  # bob by memberUid
-    "auditors": ("groupOfNames", (("group", "inspectors"),), None),  # a posixGroup inside a groupOfNames
-    "editors": ("groupOfNames", (("user", "bob"),), None),  # bob by member DN
-    "reviewers": ("groupOfNames", (("group", "editors"),), None),  # a groupOfNames inside one
-}
-WIKI_GROUPS = (*LDAP_GROUPS, "developers", "all-staff", "accounting", "finance", "staff")
+WIKI_GROUPS = (*READING_GROUPS, "developers", "all-staff", "accounting", "finance", "staff")
 GROUPFILTERS = (
     "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))",  # DokuWiki's example for OpenLDAP
     "(|(member=%{dn})(uniqueMember=%{dn}))",
@@ -242,7 +235,7 @@ def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them(
     for cn in WIKI_GROUPS:
         ldap_wiki.put(f"groups:{cn}:notes", f"zebrafinch {cn}")
     name = "ldap-wiki"
-    with directory_server.added_groups(LDAP_GROUPS):
+    with directory_server.added_groups(READING_GROUPS):
         client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
         granted: dict[str, dict[str, set[str]]] = {}
         for groupfilter in GROUPFILTERS:
@@ -251,7 +244,7 @@ def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them(
                 name,
                 f'type = "dokuwiki"\n[dokuwiki]\nurl = "{ldap_wiki.url}"\nusername = "{CRAWLER}"\n'
                 f'password_secret = "{SECRET}"\nacl_file = "{ldap_wiki.acl_file}"\nsuperuser = ["{CRAWLER}"]\n'
-                f'case_sensitive = false\nldap_groupfilter = "{groupfilter}"\n',
+                f'case_sensitive = false\ngroup_filter = "{groupfilter}"\n',
             )
             crawl(project, name, ldap_wiki)
             by_page = {doc["page_id_s"]: doc for doc in solr_docs(solr, name)}
