@@ -55,6 +55,7 @@ kerberos_build=(libkrb5-dev)
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
        dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
+       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (tests/wiki_server.py)
       )
 tests_build=(g++ cmake make)
 

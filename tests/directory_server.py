@@ -13,8 +13,8 @@ installation. What tests may rely on:
   searchcrawl pointed at it;
 - ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
 - ``added_person(uid, password)``: a context in which one more person (inetOrgPerson, in no
-  group, no numbers) is in the directory, such as ``bob@partner.example``; ``added_groups``
-  likewise more groups;
+  group, no numbers unless ``numbers``: a posixAccount's uidNumber and gidNumber) is in the directory, such as ``bob@partner.example``; ``added_groups``
+  likewise more groups (``READING_GROUPS``, say);
 - ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
   certificate of a CA of its own (``ca_file``);
 - ``DirectoryServer(folder, private_groups=True)``: a directory hardened as some are: a user may
@@ -70,6 +70,16 @@ GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
     "developers": ("posixGroup", (), 2001),
     "loop-a": ("groupOfNames", (("user", "alice"), ("group", "loop-b")), None),
     "loop-b": ("groupOfNames", (("group", "loop-a"),), None),
+}
+
+# groups that tell readings of membership apart (issue 91 point 2), for ``added_groups``: bob is in
+# inspectors by memberUid, in auditors only through it (a posixGroup inside a groupOfNames), in
+# editors by member DN, in reviewers only through it (a groupOfNames inside one)
+READING_GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
+    "inspectors": ("posixGroup", (("user", "bob"),), 3100),
+    "auditors": ("groupOfNames", (("group", "inspectors"),), None),
+    "editors": ("groupOfNames", (("user", "bob"),), None),
+    "reviewers": ("groupOfNames", (("group", "editors"),), None),
 }
 
 
@@ -164,13 +174,17 @@ class DirectoryServer:
         self._modify(group, {"member": [(ldap3.MODIFY_ADD, [self.user_dn(uid)])]})
 
     @contextmanager
-    def added_person(self, uid: str, password: str) -> Iterator[str]:
-        """One more person, ``uid`` with ``password``, in no group and without numbers, while the
-        block runs; yields its DN."""
+    def added_person(self, uid: str, password: str, numbers: tuple[int, int] | None = None) -> Iterator[str]:
+        """One more person, ``uid`` with ``password``, in no group and without numbers (unless
+        ``numbers``: a posixAccount's uidNumber and gidNumber), while the block runs; yields its DN."""
         dn = self.user_dn(uid)
-        attributes = {"uid": uid, "cn": uid, "sn": uid, "userPassword": password}
+        attributes: dict[str, object] = {"uid": uid, "cn": uid, "sn": uid, "userPassword": password}
+        classes = ["inetOrgPerson"]
+        if numbers is not None:
+            classes.append("posixAccount")
+            attributes.update(uidNumber=str(numbers[0]), gidNumber=str(numbers[1]), homeDirectory=f"/home/{uid}")
         with self._as_root() as connection:
-            assert connection.add(dn, ["inetOrgPerson"], attributes), connection.result
+            assert connection.add(dn, classes, attributes), connection.result
         try:
             yield dn
         finally:

@@ -13,7 +13,8 @@ port. What tests may rely on:
   rewrites it and compiles it, creating the repositories it names;
 - ``commit(name, files)``: one commit on ``main`` writing (text) or deleting (None) files;
 - ``can_read(user, name)``: gitolite's own answer (``gitolite access -q <name> <user> R any``),
-  the users' directory groups given to gitolite by a ``GROUPLIST_PGM``.
+  the users' directory groups given to gitolite by a ``GROUPLIST_PGM``; ``grouplist(script)``:
+  another program while a block runs (one that asks the tests' slapd, say).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -157,6 +159,17 @@ ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
             cwd=self.home, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         return {line.split("\t")[0] for line in done.stdout.splitlines() if "DENIED" not in line}
+
+    @contextmanager
+    def grouplist(self, script: str) -> Iterator[None]:
+        """GROUPLIST_PGM is ``script`` (a shell script: ``$1`` the user) while the block runs."""
+        program = self.folder / "groups.sh"
+        before = program.read_text()
+        program.write_text(script)
+        try:
+            yield
+        finally:
+            program.write_text(before)
 
     def can_read(self, user: str, name: str) -> bool:
         """gitolite's own answer."""

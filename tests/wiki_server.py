@@ -14,6 +14,12 @@ rely on:
   ``pages()``: the ids of the pages there are;
 - ``can_read(user, page)``: the wiki's own answer for that user, signed in as them
   (``wiki.aclCheck``: their ``%USER%`` rules filled in; ``""`` not signed in), the oracle.
+
+``WikiServer(directory).start()`` is a DokuWiki on LDAP instead: its users and groups those of
+``directory`` (a tests/directory_server.py ``DirectoryServer``, which must hold ``CRAWLER`` with
+``password(CRAWLER)``) through DokuWiki's own authldap plugin (Debian's php-ldap), the crawler
+its superuser, the users' passwords the directory's; ``set_groupfilter(text)`` sets authldap's
+``groupfilter`` (read at every request).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import pytest
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
+from tests.directory_server import DirectoryServer
 from tests.local_servers import stop, wait_listening
 
 PACKAGE = Path("/usr/share/dokuwiki")
@@ -48,7 +55,8 @@ DATA_FOLDERS = ("attic", "cache", "index", "locks", "log", "media", "media_attic
 
 
 class WikiServer:
-    def __init__(self) -> None:
+    def __init__(self, directory: DirectoryServer | None = None) -> None:
+        self.directory = directory  # a DokuWiki on this LDAP directory (authldap), else its plain user file
         self.folder = Path(tempfile.mkdtemp(prefix="sc-dokuwiki-"))
         self.app, self.conf, self.data = self.folder / "app", self.folder / "conf", self.folder / "data"
         self.acl_file = self.conf / "acl.auth.php"
@@ -59,8 +67,9 @@ class WikiServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
-    @staticmethod
-    def password(user: str) -> str:
+    def password(self, user: str) -> str:
+        if self.directory is not None and user in self.directory.passwords:
+            return self.directory.passwords[user]
         return f"wiki-{user}-password-4711"
 
     def start(self) -> WikiServer:
@@ -87,6 +96,8 @@ $conf['remoteuser'] = '';
 $conf['userewrite'] = 0;
 """
         )
+        if self.directory is not None:
+            self._on_ldap(self.directory)
         lines = []
         for user, groups in GROUPS.items():
             digest = subprocess.run(
@@ -101,7 +112,8 @@ $conf['userewrite'] = 0;
         self.port = free_port()
         log = (self.folder / "php.log").open("wb")
         self.process = subprocess.Popen(
-            ["php", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
+            # opcache checks each PHP file's time at every request: a configuration rewritten is read at once
+            ["php", "-d", "opcache.revalidate_freq=0", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
             start_new_session=True,  # its workers with it: stopped as a group
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -114,6 +126,29 @@ $conf['userewrite'] = 0;
     def stop(self) -> None:
         stop(self.process, group=True)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _on_ldap(self, directory: DirectoryServer) -> None:
+        """authldap against ``directory``: the crawler its superuser, groups by ``set_groupfilter``."""
+        with (self.conf / "local.php").open("a") as local:
+            local.write(
+                f"""$conf['authtype'] = 'authldap';
+$conf['superuser'] = '{CRAWLER}';
+$conf['plugin']['authldap']['server'] = '{directory.url}';
+$conf['plugin']['authldap']['version'] = 3;
+$conf['plugin']['authldap']['usertree'] = '{directory.user_base}';
+$conf['plugin']['authldap']['userfilter'] = '(&(uid=%{{user}})(objectClass=posixAccount))';
+$conf['plugin']['authldap']['grouptree'] = '{directory.group_base}';
+$conf['plugin']['authldap']['binddn'] = '{directory.bind_dn}';
+$conf['plugin']['authldap']['bindpw'] = '{directory.bind_password}';
+@include(DOKU_CONF . 'groupfilter.php');
+"""
+            )
+        self.set_groupfilter("(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))")
+
+    def set_groupfilter(self, groupfilter: str) -> None:
+        """authldap's ``groupfilter`` (DokuWiki reads its configuration at every request)."""
+        assert "'" not in groupfilter and "\\" not in groupfilter
+        (self.conf / "groupfilter.php").write_text(f"<?php\n$conf['plugin']['authldap']['groupfilter'] = '{groupfilter}';\n")
 
     def set_rules(self, lines: list[str]) -> None:
         self.acl_file.write_text("# the intranet wiki's rules\n" + "".join(f"{line}\n" for line in lines))

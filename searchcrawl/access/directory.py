@@ -19,6 +19,13 @@ uniqueMember, and the groups holding one of those as a member or uniqueMember wh
 groupOfNames or groupOfUniqueNames, and so on up (``dn_member_walk``). A posixGroup's memberUid,
 a primary gidNumber and a posixGroup in a groupOfNames give no ``member:``: Apache answers 401.
 
+``direct:<attribute>:<cn>`` and ``direct:<attribute>/<objectClass>:<cn>`` (``direct_principals``)
+are narrower still, what one LDAP search by a group filter finds, as DokuWiki's authldap does with
+its ``groupfilter``: each group the user is in itself (no nesting), by the attribute that holds
+them (``DIRECT_ATTRIBUTES``: member, uniqueMember, memberUid, the primary group's gidNumber), named
+by its first cn (authldap's ``groupkey`` takes the first value), with and without each of its
+objectClasses.
+
 Who the searcher is: the one entry the user filter finds whose compared attribute equals the name
 asked for under the tokens' case folding (``named``: the directory's own matching folds more), and
 ``user:<name>`` is that entry's own name (``own_name``), never the name typed. The principals are
@@ -59,7 +66,7 @@ from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS, WELL_KNOWN, sid_text
-from searchcrawl.access.tokens import AccessError, normal_token
+from searchcrawl.access.tokens import AccessError, direct_token, normal_token
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD, secret
 
 logger = logging.getLogger(__name__)
@@ -72,6 +79,8 @@ USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
 DN_MEMBERSHIP = ("member", "uniqueMember")  # how a user is in a group by DN (Membership.how)
 SUBGROUP_CLASSES = frozenset({"groupofnames", "groupofuniquenames"})  # mod_authnz_ldap's default subgroups
+# Membership.how -> the group's attribute that holds the user itself (direct: tokens)
+DIRECT_ATTRIBUTES = {"member": "member", "uniqueMember": "uniquemember", "memberUid": "memberuid", "primary group": "gidnumber"}
 AD_USER_ATTRIBUTES = ["sAMAccountName"]
 AD_GROUP_ATTRIBUTES = ["cn", "sAMAccountName", "objectSid"]
 AD_USER_FILTER = "(&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))"
@@ -311,15 +320,40 @@ def dn_member_walk(
     return walk_groups([(group, how) for group, how in direct if how in DN_MEMBERSHIP], subgroup_parents, cut=cut)
 
 
+def direct_principals(direct: Iterable[tuple[DirectoryEntry, str]], user_dn: str) -> list[Principal]:
+    """The ``direct:`` principals of the groups the user is in itself (the module's docstring):
+    what a group filter of these attributes and classes finds, one search, no nesting. A group
+    whose first cn reads as a DN (``group_names``) gives none."""
+    found = []
+    for group, how in direct:
+        cn = group.first("cn")
+        if not cn or "=" in cn:
+            continue
+        attribute = DIRECT_ATTRIBUTES[how]
+        origin = f"{how} of {group.dn} (its first cn, no nesting) <- {user_dn}"
+        for group_class in (None, *dict.fromkeys(kind.lower() for kind in group.values("objectClass"))):
+            try:
+                found.append(Principal(direct_token(attribute, group_class, cn), origin))
+            except AccessError:
+                logger.debug("directory: %s's class %r or cn makes no direct: token", group.dn, group_class)
+    return found
+
+
 def principals_of(
-    name: str, user: DirectoryEntry, memberships: Iterable[Membership], dn_memberships: Iterable[Membership] = ()
+    name: str,
+    user: DirectoryEntry,
+    memberships: Iterable[Membership],
+    dn_memberships: Iterable[Membership] = (),
+    direct: Iterable[tuple[DirectoryEntry, str]] = (),
 ) -> Principals:
-    """The searcher ``name``'s principals from their entry, groups and ``member:`` groups
-    (``dn_member_walk``); a value that is no token, an empty cn say, is left out: DEBUG."""
+    """The searcher ``name``'s principals from their entry, groups, ``member:`` groups
+    (``dn_member_walk``) and ``direct:`` groups (``direct``, each group the user is in itself
+    and how); a value that is no token, an empty cn say, is left out: DEBUG."""
     entries = user_principals(user, name)
     for membership in memberships:
         entries.extend(group_principals(membership, user.dn))
     entries.extend(Principal(f"member:{m.group.dn}", path_text(m, user.dn)) for m in dn_memberships)
+    entries.extend(direct_principals(direct, user.dn))
     return Principals.of(own_uid(user, name) or name, tokens_only(entries, name))
 
 

@@ -12,7 +12,9 @@ As tokens (access/tokens.py), exact for the rules admins write:
 - every name a level gives read is an allow token (``@ALL``: ``public``; ``@user``, the default
   group: ``authenticated_token`` where the admin says every signed-in user is in it (LDAP and
   Active Directory put everyone there; the plain backend only whom it was given to), else a group
-  like any other; ``@group``: ``group_token``; a user: ``user_token``); a name no token stands
+  like any other; ``@group``: ``group_token``, or for a wiki on LDAP (``group_relations``, from its
+  authldap ``groupfilter``: tokens.py ``filter_relations``) one ``direct:`` token per relation of the
+  filter, the groups that one search finds, no nesting; a user: ``user_token``); a name no token stands
   for is left out (its readers are refused: fail closed). In a wiki that tells ``Bob`` from
   ``bob`` (``case_sensitive``, the default: the plain backend, which stores names lower-case, so
   that a rule naming ``Bob`` matches no one), a name with capitals gives no read and denies as
@@ -42,7 +44,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, unique_grants
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, direct_tokens, unique_grants
 
 READ = 1
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -82,6 +84,9 @@ class WikiNames:
 
     user_token: str = "user:{id}"
     group_token: str | None = None  # "group:{id}"; unset: a group is no one's token
+    # the wiki's groups are its authldap groupfilter's (filter_relations): a group is the direct:
+    # tokens of these (attribute, objectClass or None), instead of group_token
+    group_relations: tuple[tuple[str, str | None], ...] = ()
     authenticated_token: str | None = None  # every signed-in user (@user, %USER%)
     default_group: str = "user"  # DokuWiki's defaultgroup
     superusers: tuple[str, ...] = ()  # DokuWiki's superuser setting: names and @groups
@@ -98,8 +103,8 @@ class Uncertain(Exception):
 @dataclass
 class _Level:
     scope: str
-    reads: dict[str, Grant | None] = field(default_factory=dict)  # name -> its token, None: none
-    denies: dict[str, Grant] = field(default_factory=dict)
+    reads: dict[str, tuple[Grant, ...]] = field(default_factory=dict)  # name -> its tokens, (): none
+    denies: dict[str, tuple[Grant, ...]] = field(default_factory=dict)
 
 
 class WikiAcl:
@@ -124,12 +129,12 @@ class WikiAcl:
             levels = self._levels(page, names)
         except Uncertain as error:
             return None, str(error)
-        superusers = [grant for name in names.superusers if (grant := _superuser(name, names)) is not None]
-        allow = [*superusers, *(grant for level in levels for grant in level.reads.values() if grant is not None)]
+        superusers = [grant for name in names.superusers for grant in _superuser(name, names)]
+        allow = [*superusers, *(grant for level in levels for grants in level.reads.values() for grant in grants)]
         name = f"DokuWiki ACL of {page}"
         first_read = next((i for i, level in enumerate(levels) if level.reads), len(levels))
         # denied before any level reads: refused, whatever reads below
-        deny = [grant for level in levels[:first_read] for grant in level.denies.values()]
+        deny = [grant for level in levels[:first_read] for grants in level.denies.values() for grant in grants]
         first_deny = next((i for i in range(first_read, len(levels)) if levels[i].denies), None)
         if first_deny is None:
             if deny and superusers:  # a superuser reads what names of theirs are denied
@@ -140,8 +145,8 @@ class WikiAcl:
         notes: list[str] = []
         if deny and superusers:
             notes.append(f"{name}: a superuser holding a name denied before any read is refused")
-        late = [grant for level in levels[first_deny:] for grant in level.denies.values()]
-        reads_above = [g for level in levels[first_read : first_deny + 1] for g in level.reads.values() if g is not None]
+        late = [grant for level in levels[first_deny:] for grants in level.denies.values() for grant in grants]
+        reads_above = [g for level in levels[first_read : first_deny + 1] for grants in level.reads.values() for g in grants]
         if any(level.denies and any(other.reads for other in levels[first_deny + 1 : i + 1]) for i, level in enumerate(levels)):
             notes.append(
                 f"{name}: denies at more than one level below a read, read conservatively (a reader the lower "
@@ -161,28 +166,28 @@ class WikiAcl:
         decided: set[str] = set()
         levels = []
         for scope in scopes_of(page):
-            highest: dict[str, tuple[int, AclEntry, Grant | None]] = {}  # name -> its permission here
+            highest: dict[str, tuple[int, AclEntry, tuple[Grant, ...]]] = {}  # name -> its permission here
             for entry, value in self._entries_at(scope):
                 if entry.uncertain is not None:
                     raise Uncertain(f"{entry.origin}: {entry.uncertain}")
                 if entry.permission is not None and entry.permission < 0:
                     continue  # never above DokuWiki's -1: it decides nothing
-                key, token = _name_of(entry, value, names)
+                key, tokens = _name_of(entry, value, names)
                 if key is None or key in decided:
                     continue  # the crawl's account, or a name a level above decided
                 if entry.permission is None:
                     raise Uncertain(f"{entry.origin}: the permission is not a number")
                 held = highest.get(key)
-                if held is None or entry.permission > held[0] or entry.permission == held[0] and held[2] is None:
-                    highest[key] = (entry.permission, entry, token)
+                if held is None or entry.permission > held[0] or entry.permission == held[0] and not held[2]:
+                    highest[key] = (entry.permission, entry, tokens)
             level = _Level(scope)
-            for key, (permission, entry, token) in highest.items():
+            for key, (permission, entry, tokens) in highest.items():
                 if permission >= READ:
-                    level.reads[key] = token
-                elif token is None:
+                    level.reads[key] = tokens
+                elif not tokens:
                     raise Uncertain(f"{entry.origin}: denies a name no token stands for")
                 else:
-                    level.denies[key] = token
+                    level.denies[key] = tokens
             decided.update(highest)
             if highest:
                 levels.append(level)
@@ -254,9 +259,9 @@ def _wildcards(line: str, scope: str, subject: str) -> str | None:
     return "a wildcard DokuWiki fills in other than in a user's (a group's) own namespace"
 
 
-def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str | None, Grant | None]:
+def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str | None, tuple[Grant, ...]]:
     """The name ``entry`` gives its permission to, as a key of a level (None: the crawl's own
-    account, nobody's reader, or a name written as DokuWiki never writes one), and its token (None: no token stands for it). Uncertain when a
+    account, nobody's reader, or a name written as DokuWiki never writes one), and its tokens (none: no token stands for it). Uncertain when a
     wildcard rule gives it to another name than the wildcard's own, or denies it."""
     subject = entry.subject
     reads = entry.permission is not None and entry.permission >= READ
@@ -271,21 +276,21 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
     elif subject == GROUP_WILDCARD:
         if not reads:
             raise Uncertain(f"{entry.origin}: denies each group of each reader")
-        return "%group", None
+        return "%group", ()
     elif subject != EVERYONE:
         name = subject.removeprefix("@")
         if any(ord(c) < 0x80 and not c.isalnum() and c != "%" for c in name):
-            return None, None  # DokuWiki compares encoded names: one written otherwise matches no one
+            return None, ()  # DokuWiki compares encoded names: one written otherwise matches no one
         decoded = _ENCODED.sub(_decoded, name)
         if name_encoded(decoded) != name:
             if reads:
-                return None, None  # a read left out: its readers are refused (fail closed)
+                return None, ()  # a read left out: its readers are refused (fail closed)
             raise Uncertain(f"{entry.origin}: a name DokuWiki would not write this way")
         subject = subject[: len(subject) - len(name)] + decoded
     if names.crawler and subject.lower() == names.crawler.lower():
-        return None, None
+        return None, ()
     if names.case_sensitive and subject != EVERYONE and subject != subject.lower() and reads:
-        return None, None  # "Bob" is not bob, whose token it would be: a read left out (fail closed)
+        return None, ()  # "Bob" is not bob, whose token it would be: a read left out (fail closed)
     return subject.lower() if subject != EVERYONE else EVERYONE, _token_of(subject, names, entry.origin)
 
 
@@ -301,24 +306,27 @@ def _decoded(match: re.Match[str]) -> str:
     return chr(value) if value < 0x80 else chr(int(match.group(1)[0], 16)) + match.group(1)[1]
 
 
-def _token_of(subject: str, names: WikiNames, origin: str) -> Grant | None:
+def _token_of(subject: str, names: WikiNames, origin: str) -> tuple[Grant, ...]:
+    """The tokens of a name (``@ALL``, a group, a user); none where no token stands for it."""
     if subject == EVERYONE:
-        return Grant(PUBLIC, origin)
+        return (Grant(PUBLIC, origin),)
     if subject.lower() == "@" + names.default_group.lower() and names.authenticated_token:
-        template: str | None = names.authenticated_token  # the admin says every signed-in user is in it
-        name = "x"
-    elif subject.startswith("@"):
-        template, name = names.group_token, subject[1:]
+        tokens = [names.authenticated_token]  # the admin says every signed-in user is in it
     else:
-        template, name = names.user_token, subject
-    if template is None or not _PLAIN_NAME.fullmatch(name) or len(name) > 128:
-        return None
+        name = subject.removeprefix("@")
+        if not _PLAIN_NAME.fullmatch(name) or len(name) > 128:
+            return ()
+        if subject.startswith("@") and names.group_relations:  # as the wiki's groupfilter finds it
+            tokens = direct_tokens(names.group_relations, name)
+        else:
+            template = names.group_token if subject.startswith("@") else names.user_token
+            tokens = [template.replace("{id}", name)] if template is not None else []
     try:
-        return Grant.of(template.replace("{id}", name), origin)
+        return tuple(Grant.of(token, origin) for token in tokens)
     except AccessError:
-        return None
+        return ()
 
 
-def _superuser(name: str, names: WikiNames) -> Grant | None:
+def _superuser(name: str, names: WikiNames) -> tuple[Grant, ...]:
     name = name.strip()
-    return _token_of(name, names, f"DokuWiki superuser (option superuser): {name}") if name else None
+    return _token_of(name, names, f"DokuWiki superuser (option superuser): {name}") if name else ()

@@ -13,7 +13,8 @@ As tokens (access/tokens.py): a group the file defines (``@staff = alice bob @ad
 members, each a ``user_token`` (a group is expanded where it is defined, with the members its
 groups have then; ``@all`` in a group is no one, as in gitolite); with ``group_token`` (set it
 where gitolite's ``GROUPLIST_PGM`` gives users their directory groups), a group is also that
-token, gitolite joining both; ``@all`` is ``authenticated_token`` (unset: no one). Repository
+token, gitolite joining both (or, with ``group_relations``, the ``direct:`` tokens of the
+LDAP filter GROUPLIST_PGM searches: one search, no nesting); ``@all`` is ``authenticated_token`` (unset: no one). Repository
 patterns match as Perl's ``/^pattern$/``; ``.git`` ends no repository's name; ``deny-rules`` is
 on where ``option deny-rules`` or ``config gitolite-options.deny-rules`` is true as Perl reads it. With ``deny-rules``: the denies before any read are deny tokens, the later ones late
 denies overridden by the reads before them (read conservatively beyond: ``Access.notes`` says
@@ -31,7 +32,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from searchcrawl.access.tokens import Access, AccessError, Grant, Level, unique_grants
+from searchcrawl.access.tokens import Access, AccessError, Grant, Level, direct_tokens, unique_grants
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 EVERYONE = "@all"
@@ -52,6 +53,9 @@ class GitoliteNames:
     user_token: str = "user:{id}"
     group_token: str | None = None
     authenticated_token: str | None = None
+    # GROUPLIST_PGM prints the groups one LDAP search by a filter of these relations finds
+    # (tokens.filter_relations): a group is their direct: tokens, instead of group_token
+    group_relations: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ class GitoliteRules:
         for member in self.groups.get(who, ()):
             if not member.startswith("@"):  # a group in a group is the users it had then, already here
                 yield _grant(names.user_token, member, rule.origin)
-        if names.group_token:
+        if names.group_relations:
+            yield from (_grant(template, who[1:], rule.origin) for template in direct_tokens(names.group_relations, "{id}"))
+        elif names.group_token:
             yield _grant(names.group_token, who[1:], rule.origin)
 
     def _names_repo(self, specs: tuple[str, ...], repo: str) -> bool:

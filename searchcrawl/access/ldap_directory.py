@@ -173,7 +173,7 @@ class LdapDirectory:
             # read only their own entry, and no service account): a deny of theirs unseen
             reader = "the service account" if self.config.bind_dn else "an anonymous bind"
             cut.append(f"the directory shows {reader} no group under {self.config.group_base}")
-        found = principals_of(user, entry, memberships, by_dn)
+        found = principals_of(user, entry, memberships, by_dn, direct)
         if cut:
             found = replace(found, partial=cut[0])
             logger.debug("directory: %r's groups not all read (%s): no document with a deny token", user, cut[0])

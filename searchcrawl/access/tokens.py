@@ -4,7 +4,11 @@ A token is a namespaced string: ``user:alice`` (a user name, or a user's DN), ``
 name>``, ``member:<DN>`` (a group holding the user's DN as a ``member`` or ``uniqueMember``,
 itself or through groupOfNames and groupOfUniqueNames in it: what Apache's ``Require ldap-group``
 means by default, narrower than ``group:``, which also counts memberUid, primary groups and any
-nesting), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
+nesting), ``direct:<attribute>:<cn>`` and ``direct:<attribute>/<objectClass>:<cn>`` (a group,
+by its first cn, whose ``attribute`` holds the user itself, no nesting: ``member`` or
+``uniqueMember`` their DN, ``memberUid`` their uid, ``gidNumber`` their primary gidNumber; with
+the class, a group of that objectClass: what one search by a filter such as DokuWiki's authldap
+``groupfilter`` finds, ``direct_token``), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
 a directory user's uidNumber and gidNumber), ``sid:S-1-5-21-...`` (a Windows security identifier:
 an NTFS ACL's, matched to an Active Directory user's objectSid and tokenGroups), and ``public``
 (everyone, signed in or not). A document's ``Access`` is a list of levels and a list of deny tokens:
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 PUBLIC = "public"
-NAMESPACES = ("user", "group", "member", "uid", "gid", "sid")
+NAMESPACES = ("user", "group", "member", "direct", "uid", "gid", "sid")
 MAX_TOKEN_CHARS = 1024
 # The index's levels: the document's own and at most three above it (a folder, a share ...).
 # More levels that restrict differently are folded into the last, keeping only the tokens they
@@ -52,6 +56,7 @@ OVERRIDING_FIELD = "access_allow_early"  # Access.overriding
 _SID = re.compile(r"s-1-[0-9]{1,15}(?:-[0-9]{1,10}){0,15}", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DN_SPACES = re.compile(r"\s*([,=+])\s*")
+_DIRECT = re.compile(r"[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?:[^=]+")  # attribute[/objectclass]:cn
 
 
 class AccessError(ValueError):
@@ -88,11 +93,64 @@ def normal_token(text: str) -> str:
     value = value.lower()
     if namespace == "member" and "=" not in value:
         raise AccessError(f"{text[:80]!r}: member takes a group's DN")
+    if namespace == "direct":
+        if not _DIRECT.fullmatch(value):
+            raise AccessError(f"{text[:80]!r}: direct takes attribute[/objectClass]:cn, such as memberuid/posixgroup:finance")
+        return f"direct:{value}"
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
     elif namespace == "user":
         value = value.rsplit("\\", 1)[-1].split("@", 1)[0] or value
     return f"{namespace}:{value}"
+
+
+def direct_token(attribute: str, group_class: str | None, cn: str) -> str:
+    """The ``direct:`` token of a group named ``cn`` whose ``attribute`` holds the user itself
+    (of ``group_class`` only, or of any class: None): the one spelling of what the directory
+    gives a searcher (access/directory.py) and what a source's group grants name (DokuWiki on
+    LDAP, access/dokuwiki_acl.py)."""
+    kind = attribute if group_class is None else f"{attribute}/{group_class}"
+    return normal_token(f"direct:{kind}:{cn}")
+
+
+def filter_relations(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
+    """What one LDAP search by a group filter finds, as ``direct:`` tokens' (attribute,
+    objectClass or None) pairs (written as DokuWiki's authldap ``groupfilter``, whose
+    ``fetchUserData`` fills the placeholders in with the user's own values and runs one search, no
+    nesting): one relation ``(memberUid=%{user})`` (or ``%{uid}``), ``(gidNumber=%{gid})``,
+    ``(member=%{dn})``, ``(uniqueMember=%{dn})``, several joined by ``(|...)``, either perhaps with
+    one ``(objectClass=...)`` in a ``(&...)``. ValueError for any other filter: its groups' meaning
+    is not known here."""
+    text = "".join(groupfilter.split())
+    wanted = {"memberuid": ("user", "uid"), "gidnumber": ("gid",), "member": ("dn",), "uniquemember": ("dn",)}
+    group_class: str | None = None
+    conjunction = re.fullmatch(r"\(&(\(.*\))\)", text)
+    if conjunction is not None:
+        parts = re.fullmatch(
+            r"\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)(.+)|(.+)\((?i:objectClass)=([A-Za-z][A-Za-z0-9-]*)\)",
+            conjunction.group(1),
+        )
+        if parts is None:
+            raise ValueError(f"groupfilter {groupfilter[:200]!r}: an (&...) other than one objectClass and the relations")
+        group_class = (parts.group(1) or parts.group(4)).lower()
+        text = parts.group(2) or parts.group(3)
+    either = re.fullmatch(r"\(\|(\(.*\))\)", text)
+    body = either.group(1) if either else text
+    clauses = re.findall(r"\(([^()=]*)=%\{([^}]*)\}\)", body)
+    written = "".join(f"({attribute}=%{{{placeholder}}})" for attribute, placeholder in clauses)
+    if written != body or not clauses or (either is None and len(clauses) > 1):
+        raise ValueError(
+            f"groupfilter {groupfilter[:200]!r} is not a relation of a group to the user authldap's reading is known for"
+        )
+    for attribute, placeholder in clauses:
+        if placeholder not in wanted.get(attribute.lower(), ()):
+            raise ValueError(f"groupfilter {groupfilter[:200]!r}: ({attribute}=%{{{placeholder}}}) is not read")
+    return tuple(dict.fromkeys((attribute.lower(), group_class) for attribute, _placeholder in clauses))
+
+
+def direct_tokens(relations: Iterable[tuple[str, str | None]], cn: str) -> list[str]:
+    """The ``direct:`` tokens of the group ``cn`` as a filter of these ``relations`` finds it."""
+    return [direct_token(attribute, group_class, cn) for attribute, group_class in relations]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ namespace = ""                                    # only the pages below a names
 acl_file = "/var/lib/dokuwiki/acl/acl.auth.php"   # who may read: the wiki's rules (else [access])
 superuser = ["@admin"]                            # the wiki's 'superuser': they read every page
 group_token = "group:{id}"                        # a wiki group's token (unset: groups read nothing)
+# group_filter = "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))"  # instead: authldap's groupfilter
 authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # @user, if every signed-in user is in it
 case_sensitive = false                            # the wiki's names compare without case (LDAP, AD)
 exclude = ["playground/*"]                        # include, exclude and max_depth on ns/sub/page
@@ -39,7 +40,11 @@ keeps the page out of the index, status 927). The file is read rather than the r
 change of rules alone updates the pages' access without reading them. ``case_sensitive`` (the
 default, as the plain backend) says the wiki tells ``Bob`` from ``bob``: the index's tokens are
 lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set it false for
-LDAP or Active Directory, which compare without case. A page DokuWiki reads under another id
+LDAP or Active Directory, which compare without case. A wiki on LDAP (authldap) gives a user the
+groups its ``groupfilter`` finds, one search, no nesting: ``group_filter``, that setting
+verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``filter_relations``
+in access/tokens.py; a filter it cannot read fails the source's configuration), instead of
+``group_token``, which means every group the directory reading gives (nested ones too). A page DokuWiki reads under another id
 than the one it lists (an id its cleaning changes) is not a page. Without ``acl_file``, the
 source's ``[access]`` table says (its rules match ``/<id>``). Media files are not crawled.
 """
@@ -65,12 +70,12 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import path_out_of_scope
 from searchcrawl.agents.http_repository import (
+    GroupOptions,
     HttpClient,
     HttpRepositoryOptions,
     checked_token,
     folder_url,
     server_file,
-    token_template,
 )
 
 logger = logging.getLogger(__name__)
@@ -93,14 +98,13 @@ class WikiFault(AgentError):
         self.code = code
 
 
-class DokuwikiOptions(HttpRepositoryOptions):
+class DokuwikiOptions(HttpRepositoryOptions, GroupOptions):
     """The ``[dokuwiki]`` table of a source of type ``dokuwiki``."""
 
     url: str
     namespace: str = ""
     acl_file: str | None = None
     superuser: list[str] = Field(default_factory=list)
-    group_token: str | None = None
     authenticated_token: str | None = None
     default_group: str = "user"
     case_sensitive: bool = True
@@ -124,11 +128,6 @@ class DokuwikiOptions(HttpRepositoryOptions):
         if value is not None and (not value.startswith("/") or "\x00" in value):
             raise ValueError(f"{value!r} is not an absolute path")
         return value
-
-    @field_validator("group_token")
-    @classmethod
-    def _template(cls, value: str | None) -> str | None:
-        return token_template(value)
 
     @field_validator("superuser")
     @classmethod
@@ -168,6 +167,7 @@ class DokuwikiAgent(Agent):
         self.names = WikiNames(
             user_token=self.wiki.user_token,
             group_token=self.wiki.group_token,
+            group_relations=self.wiki.group_relations,
             authenticated_token=self.wiki.authenticated_token,
             default_group=self.wiki.default_group,
             superusers=tuple(self.wiki.superuser),

@@ -16,6 +16,7 @@ password_secret = "GIT_CRAWLER_PASSWORD"
 cache_dir = "/var/cache/searchcrawl/git"             # where the URLs' copies are kept
 gitolite_conf = "/srv/gitolite/.gitolite/conf/gitolite.conf"   # who may read (else [access])
 group_token = "group:{id}"                           # a group as GROUPLIST_PGM gives it (the directory's)
+# group_filter = "(|(memberUid=%{user})(member=%{dn}))"  # instead: the LDAP filter GROUPLIST_PGM searches
 authenticated_token = "group:developers"             # gitolite's @all
 display_url = "https://git.example.org/{repository}/blob/{branch}/{path}"
 exclude = ["vendor/**", "*.min.js"]                  # include, exclude, max_depth and hidden on paths
@@ -40,6 +41,14 @@ crawl reads only the files whose content changed, wherever they moved; a file de
 away, leaves the index. A repository that cannot be read or fetched fails the crawl: nothing is
 removed; so does a gitolite.conf newer than what gitolite compiled from it (the rules in force
 unknown), with that said.
+
+A gitolite group (``@name`` in a rule) is its members as the file defines them and, where
+gitolite's ``GROUPLIST_PGM`` gives users groups, ``group_token`` (every group the directory
+reading gives, nested ones too) or, for a program that prints the cn of each group one LDAP
+search finds, ``group_filter``: that search's filter, written as DokuWiki's authldap
+``groupfilter`` (``%{user}`` the name gitolite passes, ``%{uid}``, ``%{gid}``, ``%{dn}`` its
+entry's), a group then the ``direct:`` tokens of its relations (access/tokens.py
+``filter_relations``: one search, no nesting; a filter it cannot read fails the configuration).
 """
 
 from __future__ import annotations
@@ -66,7 +75,7 @@ from searchcrawl.access.gitolite_rules import MAX_FILE_BYTES, GitoliteNames, Git
 from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import file_reference, out_of_scope, path_out_of_scope
-from searchcrawl.agents.http_repository import HttpRepositoryOptions, checked_token, server_file, server_url, token_template
+from searchcrawl.agents.http_repository import GroupOptions, HttpRepositoryOptions, checked_token, server_file, server_url
 from searchcrawl.system.paths import user_cache_dir
 from searchcrawl.system.secrets import SecretError, required_secret
 
@@ -82,7 +91,7 @@ PASSWORD_VARIABLE = "GIT_CRAWL_ASKPASS_PASSWORD"
 ASKPASS = '#!/bin/sh\n# git asks for the password of a repository: the crawl gives it in this variable\nprintf "%s\\n" "$GIT_CRAWL_ASKPASS_PASSWORD"\n'
 
 
-class GitOptions(HttpRepositoryOptions):
+class GitOptions(HttpRepositoryOptions, GroupOptions):
     """The ``[git]`` table of a source of type ``git``."""
 
     repositories: dict[str, str] = Field(min_length=1)
@@ -90,7 +99,6 @@ class GitOptions(HttpRepositoryOptions):
     cache_dir: str | None = None
     display_url: str | None = None
     gitolite_conf: str | None = None
-    group_token: str | None = None
     authenticated_token: str | None = None
     max_repository_bytes: int = Field(default=4 << 30, gt=0)  # a URL's copy: a fetch beyond it is cut off
 
@@ -127,11 +135,6 @@ class GitOptions(HttpRepositoryOptions):
             server_url(value.replace("{repository}", "r").replace("{branch}", "b").replace("{path}", "p"), "a display URL")
         return value
 
-    @field_validator("group_token")
-    @classmethod
-    def _template(cls, value: str | None) -> str | None:
-        return token_template(value)
-
     @field_validator("authenticated_token")
     @classmethod
     def _token(cls, value: str | None) -> str | None:
@@ -156,7 +159,9 @@ class GitAgent(Agent):
         super().__init__(source, options)
         self.git = GitOptions.model_validate(options)
         self.cache = (Path(self.git.cache_dir) if self.git.cache_dir else user_cache_dir()) / "git" / quote(source, safe="")
-        self.names = GitoliteNames(self.git.user_token, self.git.group_token, self.git.authenticated_token)
+        self.names = GitoliteNames(
+            self.git.user_token, self.git.group_token, self.git.authenticated_token, self.git.group_relations
+        )
         self._rules: GitoliteRules | None = None
         self._heads: dict[str, tuple[str, str]] = {}  # name -> (branch, commit) of this listing
 

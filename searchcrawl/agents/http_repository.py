@@ -1,6 +1,6 @@
 """What the agents of repositories spoken to over HTTP (``webdav``, ``cmis``) share: their
-credentials and TLS options, the check of a token template, and a client that reads answers
-within bounds.
+credentials and TLS options, the check of a token template, how a server's groups become
+tokens (``GroupOptions``), and a client that reads answers within bounds.
 
 - Credentials: ``username`` and ``password_secret`` (the NAME of the variable holding the
   password) go together, sent as HTTP basic auth, over ``http://`` only to this machine.
@@ -18,9 +18,9 @@ from typing import Any, Self
 from urllib.parse import SplitResult, urlsplit
 
 import requests
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from searchcrawl.access.tokens import AccessError, Grant
+from searchcrawl.access.tokens import AccessError, Grant, filter_relations
 from searchcrawl.agents.base import AgentError
 from searchcrawl.agents.files import TreeRules
 from searchcrawl.rules.addresses import is_loopback
@@ -80,6 +80,40 @@ def token_template(value: str | None) -> str | None:
     except AccessError as error:
         raise ValueError(str(error)) from None
     return value
+
+
+class GroupOptions(BaseModel):
+    """How the group names of a server's own rules become tokens (``dokuwiki``, ``git``):
+    ``group_token`` (a template: every group the directory reading gives a searcher, nested ones
+    too) or ``group_filter`` (the LDAP filter of the one search by which the server finds a
+    user's groups, a group then the ``direct:`` tokens of its relations: access/tokens.py
+    ``filter_relations``; one it cannot read is refused), never both; neither: groups read nothing."""
+
+    group_token: str | None = None
+    group_filter: str | None = None
+
+    @field_validator("group_token")
+    @classmethod
+    def _group_template(cls, value: str | None) -> str | None:
+        return token_template(value)
+
+    @field_validator("group_filter")
+    @classmethod
+    def _group_filter(cls, value: str | None) -> str | None:
+        if value is not None:
+            filter_relations(value)  # ValueError: not read
+        return value
+
+    @model_validator(mode="after")
+    def _one_group_reading(self) -> Self:
+        if self.group_token is not None and self.group_filter is not None:
+            raise ValueError("group_token and group_filter both say what a group is: set one")
+        return self
+
+    @property
+    def group_relations(self) -> tuple[tuple[str, str | None], ...]:
+        """The ``direct:`` relations of ``group_filter`` (none without one)."""
+        return filter_relations(self.group_filter) if self.group_filter is not None else ()
 
 
 class HttpRepositoryOptions(TreeRules):

@@ -201,6 +201,32 @@ def test_member_principals_are_what_apaches_ldap_group_grants_by_default() -> No
     assert origin == "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)"
 
 
+def test_direct_principals_are_what_one_search_by_a_group_filter_finds() -> None:
+    """Issue 91 point 2 (DokuWiki's authldap): each group the user is in itself, by the attribute
+    holding them, by its first cn, with and without each of its classes; nothing nested, and a
+    group met twice directly (memberUid and primary group) by both attributes."""
+    staff = group("staff", "posixGroup", gid="2000")
+    accounting = DirectoryEntry.of(
+        "cn=accounting,ou=groups,dc=example,dc=org", {"cn": ["Accounting", "acct"], "objectClass": ["top", "groupOfNames"]}
+    )
+    odd = group("cn=finance,ou=groups,dc=example,dc=org")  # a first cn that reads as a DN: none
+    finance = group("finance")  # above accounting: not direct
+    direct = [(staff, "memberUid"), (staff, "primary group"), (accounting, "member"), (odd, "uniqueMember")]
+    every = [*walk_groups(direct, tree({})[0]), Membership(finance, (finance.dn, accounting.dn), "member")]
+    found = principals_of("alice", ALICE, every, direct=direct)
+    assert sorted(token for token in found.tokens if token.startswith("direct:")) == [
+        "direct:gidnumber/posixgroup:staff",
+        "direct:gidnumber:staff",
+        "direct:member/groupofnames:accounting",
+        "direct:member/top:accounting",
+        "direct:member:accounting",
+        "direct:memberuid/posixgroup:staff",
+        "direct:memberuid:staff",
+    ]
+    origin = found.origin("direct:member:accounting")
+    assert origin == "member of cn=accounting,ou=groups,dc=example,dc=org (its first cn, no nesting) <- " + ALICE.dn
+
+
 def test_principals_of_a_user_normalised_once_each_with_public() -> None:
     accounting = group("Accounting")
     found = principals_of("ALICE", ALICE, [Membership(accounting, (accounting.dn,), "member")])

@@ -12,6 +12,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.dokuwiki_acl import WikiNames, name_encoded, read_acl, scopes_of
+from searchcrawl.access.tokens import filter_relations
 
 NAMES = WikiNames(group_token="group:{id}", authenticated_token="group:signed-in", superusers=("@admin",), crawler="crawler")
 # user -> groups, as DokuWiki holds them (the default group "user" among them)
@@ -181,3 +182,67 @@ def test_names_with_capitals_and_the_default_group_without_a_token() -> None:
     # in it only when given it)
     access, _ = read_acl("*  @ALL  0\n*  @user  1\n", "acl.auth.php").access_of("start", WikiNames(group_token="group:{id}"))
     assert access is not None and [g.token for g in access.levels[0].allow] == ["group:user"]
+
+
+@pytest.mark.parametrize(
+    ("groupfilter", "relations"),
+    [
+        (
+            "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUID=%{user})))",  # DokuWiki's example for OpenLDAP
+            (("gidnumber", "posixgroup"), ("memberuid", "posixgroup")),
+        ),
+        ("(&(uniqueMember=%{dn})\n (objectClass=groupOfUniqueNames))", (("uniquemember", "groupofuniquenames"),)),
+        ("(|(member=%{dn})(uniqueMember=%{dn}))", (("member", None), ("uniquemember", None))),
+        ("(memberUid=%{uid})", (("memberuid", None),)),
+    ],
+)
+def test_authldap_groupfilters_read_as_the_relations_they_search(
+    groupfilter: str, relations: tuple[tuple[str, str | None], ...]
+) -> None:
+    assert filter_relations(groupfilter) == relations
+
+
+@pytest.mark.parametrize(
+    "groupfilter",
+    [
+        "",
+        "(cn=*)",
+        "(member=%{uid})",  # a DN attribute compared with a name
+        "(memberUid=%{USER})",  # authldap's placeholders are lower-case
+        "(&(objectClass=posixGroup)(memberUid=%{user})(gidNumber=%{gid}))",  # both, not either
+        "(&(objectClass=posixGroup)(objectClass=top))",
+        "(&(objectClass=posix_group)(member=%{dn}))",  # a class no token spells
+        "(|(member=%{dn})(!(cn=x)))",
+        "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=*)))",
+        "(memberUid=%{user})(cn=x)",
+    ],
+)
+def test_a_groupfilter_that_is_not_read_is_refused(groupfilter: str) -> None:
+    with pytest.raises(ValueError, match="groupfilter"):
+        filter_relations(groupfilter)
+
+
+def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them() -> None:
+    """Issue 91 point 2: with authldap's groupfilter a group (a read, a deny, a superuser group)
+    is the direct: tokens of its relations, never group:, which counts nested groups too."""
+    posix = filter_relations("(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))")
+    names = WikiNames(group_relations=posix, superusers=("@admin",), case_sensitive=False)
+    access, _ = read_acl("*  @ALL  0\n*  @finance  1\n*  bob  0\n", "acl.auth.php").access_of("start", names)
+    assert access is not None
+    assert {g.token for g in access.levels[0].allow} == {
+        "direct:gidnumber/posixgroup:finance",
+        "direct:memberuid/posixgroup:finance",
+        "direct:gidnumber/posixgroup:admin",
+        "direct:memberuid/posixgroup:admin",
+    }
+    nested = Principals.of("alice", [Principal("group:finance", "memberOf path: cn=finance <- cn=accounting")])
+    assert not decide(access, nested).granted  # the wiki's search finds no nested group
+    by_uid = Principals.of("alice", [Principal("direct:memberuid/posixgroup:finance", "test")])
+    assert decide(access, by_uid).granted
+    denied, _ = read_acl("*  @ALL  1\nwiki:*  @finance  0\n", "acl.auth.php").access_of(
+        "wiki:start", WikiNames(group_relations=posix)
+    )
+    assert denied is not None and {g.token for g in denied.deny} == {
+        "direct:gidnumber/posixgroup:finance",
+        "direct:memberuid/posixgroup:finance",
+    }

@@ -7,6 +7,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
+from searchcrawl.access.tokens import filter_relations
 
 NAMES = GitoliteNames(group_token="group:{id}", authenticated_token="group:staff")
 CONF = """@leads = bob
@@ -44,6 +45,16 @@ def test_groups_repository_groups_patterns_and_all() -> None:
     assert readers("open") == {"group:staff"}
     assert readers("open", names=GitoliteNames()) == set()  # @all without a token: no one
     assert readers("nothing") == set()
+
+
+def test_a_grouplist_program_searching_ldap_gives_its_filters_groups() -> None:
+    """Issue 91 point 2: a GROUPLIST_PGM that prints the groups one search by a filter finds: a
+    group is the direct: tokens of its relations, never group: (nested groups, other relations)."""
+    names = GitoliteNames(group_relations=filter_relations("(&(objectClass=posixGroup)(memberUid=%{user}))"))
+    assert readers("secret", names=names) == {"direct:memberuid/posixgroup:finance"}
+    assert readers("wiki", names=names) == {"user:alice", "user:bob", "user:carol", "direct:memberuid/posixgroup:devs"}
+    access, _ = read_gitolite(CONF, "gitolite.conf").access_of("secret", names)
+    assert access is not None and not decide(access, principals("group:finance")).granted
 
 
 def test_deny_rules_decide_in_order_only_where_the_option_says() -> None:

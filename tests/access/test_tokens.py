@@ -37,6 +37,8 @@ FINANCE = "group:cn=finance,ou=groups,dc=example,dc=org"
         ("group:CN=Finance , OU=Groups,DC=example,DC=org", FINANCE),
         ("group:finance", "group:finance"),
         ("Member:CN=Finance , OU=Groups,DC=example,DC=org", "member:" + FINANCE[len("group:") :]),
+        ("Direct:memberUid/posixGroup:Inspectors", "direct:memberuid/posixgroup:inspectors"),
+        ("direct:member:all staff", "direct:member:all staff"),
         ("uid:01001", "uid:1001"),
         ("gid:2001", "gid:2001"),
         ("sid:s-1-5-21-0010-2-3-1105", "sid:S-1-5-21-10-2-3-1105"),
@@ -55,6 +57,7 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
         *("sid:S-1", "sid:S-2-1-0", "sid:S-1-5-x", "sid:alice", "sid:S-1-" + "-1" * 20, "sid:S-1-\u0661"),
         *("sid:S-1-5-4294967296", "sid:S-1-281474976710656-1"),
         "member:finance",  # member: takes a group's DN
+        *("direct:finance", "direct:member:cn=finance", "direct:member/posix group:finance", "direct:a/b/c:finance"),
     ],
 )
 def test_what_is_not_a_token_is_refused(text: str) -> None:

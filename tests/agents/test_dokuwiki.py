@@ -32,6 +32,8 @@ def agent(**changes: Any) -> DokuwikiAgent:
         ({"namespace": "a/b"}, "namespace"),
         ({"superuser": ["@admin,cn=x"]}, "an @group"),
         ({"authenticated_token": "staff"}, "not an access token"),
+        ({"group_filter": "(cn=*)"}, "is not a relation of a group"),
+        ({"group_filter": "(member=%{dn})", "group_token": "group:{id}"}, "set one"),
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
@@ -46,6 +48,12 @@ def test_urls_namespaces_and_superusers() -> None:
     assert (options.url, options.namespace, options.superuser) == ("http://127.0.0.1:8080/wiki/", "projects", ["@admin", "root"])
     assert not options.gives_access and DokuwikiOptions.model_validate({"url": URL, "acl_file": "/a/acl.auth.php"}).gives_access
     assert agent().display_url("ns:start") == URL + "doku.php?id=ns:start"
+
+
+def test_a_wiki_on_ldap_names_its_groups_by_its_groupfilter() -> None:
+    wiki = agent(group_filter="(&(objectClass=groupOfNames)(member=%{dn}))")
+    assert wiki.names.group_relations == (("member", "groupofnames"),) and wiki.names.group_token is None
+    assert agent().names.group_relations == ()
 
 
 @pytest.mark.parametrize(

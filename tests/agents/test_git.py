@@ -36,6 +36,8 @@ SHA = "7e74e68b2a782a3aead46d987a63ca1c91091c13"
         ({"display_url": "javascript:alert(1)//{path}"}, "http"),
         ({"gitolite_conf": "gitolite.conf"}, "absolute"),
         ({"authenticated_token": "developers"}, "not an access token"),
+        ({"group_filter": "(memberUid=*)"}, "is not a relation of a group"),
+        ({"group_filter": "(member=%{dn})", "group_token": "group:{id}"}, "set one"),
         ({"repositories": {"x": "/srv/git/x.git"}, "username": "c"}, "go together"),  # no URL: still half given
     ],
 )

@@ -63,6 +63,9 @@ def test_alices_principals_with_nested_groups_numbers_and_origins(directory_serv
         *(f"group:{cn}" for cn in ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b")),
         # Apache's ldap-group: by DN, through groupOfNames and groupOfUniqueNames only (not staff: memberUid)
         *(f"member:cn={cn},{BASE}" for cn in ("accounting", "finance", "all-staff", "loop-a", "loop-b")),
+        # a group filter's (DokuWiki's authldap): the groups holding her themselves, by which attribute
+        *(f"direct:member{kind}:{cn}" for cn in ("accounting", "loop-a") for kind in ("", "/groupofnames")),
+        *(f"direct:{how}{kind}:staff" for how in ("memberuid", "gidnumber") for kind in ("", "/posixgroup")),
     }
     assert found.origin(f"group:cn=all-staff,{BASE}") == (
         "memberOf path: cn=all-staff <- cn=finance <- cn=accounting <- uid=alice (member)"
@@ -73,7 +76,7 @@ def test_alices_principals_with_nested_groups_numbers_and_origins(directory_serv
 
 def test_a_primary_posix_group_without_member_uid_and_a_unique_member(directory_server: DirectoryServer) -> None:
     found = LdapDirectory(config_of(directory_server)).principals("bob")
-    assert {t for t in found.tokens if t.startswith(("group:", "member:", "gid:", "uid:"))} == {
+    assert {t for t in found.tokens if t.startswith(("group:", "member:", "direct:", "gid:", "uid:"))} == {
         "uid:1002",
         "gid:2001",
         f"group:cn=developers,{BASE}",
@@ -81,6 +84,10 @@ def test_a_primary_posix_group_without_member_uid_and_a_unique_member(directory_
         f"group:cn=all-staff,{BASE}",
         "group:all-staff",
         f"member:cn=all-staff,{BASE}",  # not developers: his primary group, which Apache's ldap-group never counts
+        "direct:gidnumber:developers",
+        "direct:gidnumber/posixgroup:developers",
+        "direct:uniquemember:all-staff",
+        "direct:uniquemember/groupofuniquenames:all-staff",
     }
     assert found.origin("group:developers").endswith("memberOf path: cn=developers <- uid=bob (primary group)")
     assert found.origin("group:all-staff").endswith("(uniqueMember)")

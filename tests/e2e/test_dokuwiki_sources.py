@@ -8,12 +8,15 @@ closed to everyone but a group, a page of it denied to one member, a page of ano
 user outside its group, users' own namespaces (``%USER%``), the root's rule elsewhere. An
 unchanged page is never read again; a change of rules alone updates the access without a read;
 `scrapy explain-access` names the rule's line; a rule that cannot be read for certain keeps its
-pages out.
+pages out. A DokuWiki on LDAP (authldap) grants its groups as its ``groupfilter`` finds them
+(issue 91, point 2): asked of that wiki too.
 """
 
 from __future__ import annotations
 
 import random
+import subprocess
+from collections.abc import Iterator
 
 import pysolr
 import pytest
@@ -22,7 +25,7 @@ from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.dokuwiki_acl import WikiNames, read_acl
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
-from tests.directory_server import DirectoryServer
+from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
 from tests.wiki_server import CRAWLER, WikiServer
 
@@ -196,6 +199,72 @@ def test_a_rule_that_cannot_be_read_keeps_its_pages_out_and_a_refusal_removes_no
     assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
     assert f"refused the crawl's account '{CRAWLER}'" in refused.stderr  # not taken for an anonymous reader
     assert [doc["page_id_s"] for doc in solr_docs(solr, name)] == ["lab:one"]
+
+
+@pytest.fixture(scope="module")
+def ldap_wiki(directory_server: DirectoryServer) -> Iterator[WikiServer]:
+    """A DokuWiki on the tests' directory (authldap), the crawler a directory user with no group."""
+    php = subprocess.run(["php", "-m"], capture_output=True, text=True, check=True).stdout.split()
+    if "ldap" not in php:
+        pytest.fail("PHP's ldap module (Debian's php-ldap) is missing: run deploy/bootstrap.sh")
+    server = WikiServer(directory_server)
+    with directory_server.added_person(CRAWLER, server.password(CRAWLER), (1099, 2002)):
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+WIKI_GROUPS = (*READING_GROUPS, "developers", "all-staff", "accounting", "finance", "staff")
+GROUPFILTERS = (
+    "(&(objectClass=posixGroup)(|(gidNumber=%{gid})(memberUid=%{user})))",  # DokuWiki's example for OpenLDAP
+    "(|(member=%{dn})(uniqueMember=%{dn}))",
+    "(&(objectClass=groupOfNames)(member=%{dn}))",
+)
+
+
+def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them(
+    project: Project, solr: pysolr.Solr, ldap_wiki: WikiServer, directory_server: DirectoryServer
+) -> None:
+    """Each directory user's trimmed search finds exactly the pages the wiki on authldap lets
+    them read, for three groupfilters: by memberUid and primary gidNumber, by member or
+    uniqueMember DN, by member DN in a groupOfNames only; never through nested groups."""
+    ldap_wiki.set_rules(["*  @ALL  0", "open  @ALL  1", *(f"groups:{cn}:*  @{cn.replace('-', '%2d')}  1" for cn in WIKI_GROUPS)])
+    ldap_wiki.put("open", "zebrafinch open")
+    for cn in WIKI_GROUPS:
+        ldap_wiki.put(f"groups:{cn}:notes", f"zebrafinch {cn}")
+    name = "ldap-wiki"
+    with directory_server.added_groups(READING_GROUPS):
+        client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
+        granted: dict[str, dict[str, set[str]]] = {}
+        for groupfilter in GROUPFILTERS:
+            ldap_wiki.set_groupfilter(groupfilter)
+            project.source(
+                name,
+                f'type = "dokuwiki"\n[dokuwiki]\nurl = "{ldap_wiki.url}"\nusername = "{CRAWLER}"\n'
+                f'password_secret = "{SECRET}"\nacl_file = "{ldap_wiki.acl_file}"\nsuperuser = ["{CRAWLER}"]\n'
+                f'case_sensitive = false\ngroup_filter = "{groupfilter}"\n',
+            )
+            crawl(project, name, ldap_wiki)
+            by_page = {doc["page_id_s"]: doc for doc in solr_docs(solr, name)}
+            assert sorted(by_page) == sorted(["open", *(f"groups:{cn}:notes" for cn in WIKI_GROUPS)])
+            granted[groupfilter] = {}
+            for user in USERS:
+                oracle = {page for page in by_page if ldap_wiki.can_read(user, page)}
+                principals = directory.principals(user) if user else Principals.anonymous()
+                found = {page for page, doc in by_page.items() if doc["id"] in found_by(client, principals, name)}
+                assert found == oracle, (groupfilter, user or "anonymous", sorted(found ^ oracle))
+                granted[groupfilter][user] = {page.split(":")[1] for page in found if page != "open"}
+        # what the wiki answered: no nesting, each filter its own relations
+        posix, by_dn, names_only = (granted[groupfilter]["bob"] for groupfilter in GROUPFILTERS)
+        assert (posix, by_dn, names_only) == ({"inspectors", "developers"}, {"editors", "all-staff"}, {"editors"})
+        assert granted[GROUPFILTERS[1]]["alice"] == {"accounting"}  # not finance nor all-staff (nested)
+        url = next(doc["url"] for page, doc in by_page.items() if page == "groups:reviewers:notes")
+        explained = run_scrapy(["explain-access", "bob", url], project.env(**directory_server.settings()))
+        assert explained.returncode == 0, explained.stderr
+        assert "direct:member/groupofnames:reviewers" in explained.stdout, explained.stdout
+        assert explained.stdout.splitlines()[-1].startswith("  decision: REFUSED"), explained.stdout
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
-from tests.directory_server import DirectoryServer
+from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
 from tests.git_server import CRAWLER, DIRECTORY_GROUPS, GitServer
 
@@ -205,6 +205,48 @@ def test_each_directory_user_finds_exactly_the_files_gitolite_lets_them_read(
     assert explained.returncode == 0, explained.stderr
     assert "gitolite.conf line 11: R = @finance" in explained.stdout, explained.stdout
     assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED")
+
+
+GROUP_REPOSITORIES = (*READING_GROUPS, "developers", "all-staff", "accounting", "finance", "staff")
+
+
+def test_a_grouplist_program_searching_ldap_grants_the_groups_its_filter_finds(
+    project: Project, solr: pysolr.Solr, git_server: GitServer, directory_server: DirectoryServer
+) -> None:
+    """A GROUPLIST_PGM that prints the cn of the groups one ldapsearch finds (memberUid or member
+    DN, no nesting): each directory user's trimmed search finds exactly the repositories gitolite
+    lets them read, the source stating the program's filter (``group_filter``)."""
+    groupfilter = "(|(memberUid=%{user})(member=%{dn}))"
+    search = f"(|(memberUid=$1)(member=uid=$1,{directory_server.user_base}))"
+    script = (
+        f"#!/bin/sh\nldapsearch -x -LLL -H {directory_server.url} -D '{directory_server.bind_dn}' "
+        f"-w '{directory_server.bind_password}' -b '{directory_server.group_base}' \"{search}\" cn | sed -n 's/^cn: //p'\n"
+    )
+    git_server.set_rules("".join(f"repo groups/{cn}\n    R = @{cn}\n" for cn in GROUP_REPOSITORIES))
+    for cn in GROUP_REPOSITORIES:
+        git_server.commit(f"groups/{cn}", {"notes.txt": f"zebrafinch {cn}"})
+    name = "code-groups"
+    repositories = "\n".join(f'"groups/{cn}" = "{git_server.repositories / f"groups/{cn}.git"}"' for cn in GROUP_REPOSITORIES)
+    project.source(
+        name,
+        f'type = "git"\n[git]\nbranch = "main"\ngitolite_conf = "{git_server.conf}"\ngroup_filter = "{groupfilter}"\n'
+        f"[git.repositories]\n{repositories}\n",
+    )
+    with directory_server.added_groups(READING_GROUPS), git_server.grouplist(script):
+        crawl(project, name, git_server)
+        client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
+        docs = {doc["repository_s"]: doc for doc in solr_docs(solr, name)}
+        assert sorted(docs) == sorted(f"groups/{cn}" for cn in GROUP_REPOSITORIES)
+        found: dict[str, set[str]] = {}
+        for user in USERS:
+            oracle = {repo for repo in docs if user and git_server.can_read(user, repo)}
+            principals = directory.principals(user) if user else Principals.anonymous()
+            visible = found_by(client, principals, name)
+            found[user] = {repo for repo, doc in docs.items() if doc["id"] in visible}
+            assert found[user] == oracle, (user or "anonymous", sorted(found[user] ^ oracle))
+        # what gitolite answered: memberUid and member DN, never the primary group nor a nested one
+        assert found["bob"] == {"groups/inspectors", "groups/editors"}
+        assert found["alice"] == {"groups/accounting", "groups/staff"}
 
 
 def crawled_once(project: Project, solr: pysolr.Solr, server: GitServer, name: str, tables: str) -> list[str]:

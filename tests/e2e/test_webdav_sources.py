@@ -19,7 +19,7 @@ import pytest
 
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
-from tests.directory_server import DirectoryServer
+from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
 from tests.webdav_server import ALL_STAFF, CRAWLER, WebdavServer
 
@@ -171,15 +171,6 @@ password_secret = "{SECRET}"
     assert [doc["file_name_s"] for doc in solr_docs(solr, name)] == ["one.txt"]
 
 
-# Issue 91 point 2: groups bob is in by the directory's reading but not by mod_authnz_ldap's
-GROUP_FOLDERS = {
-    "inspectors": ("posixGroup", (("user", "bob"),), 3100),  # bob by memberUid: Apache 401
-    "auditors": ("groupOfNames", (("group", "inspectors"),), None),  # a posixGroup inside a groupOfNames: 401
-    "editors": ("groupOfNames", (("user", "bob"),), None),
-    "reviewers": ("groupOfNames", (("group", "editors"),), None),  # a groupOfNames inside one: 200
-}
-
-
 def test_ldap_group_grants_exactly_whom_apache_answers(
     project: Project, solr: pysolr.Solr, webdav_server: WebdavServer, directory_server: DirectoryServer
 ) -> None:
@@ -190,7 +181,7 @@ def test_ldap_group_grants_exactly_whom_apache_answers(
     folders = {name: directory_server.group_dn(name) for name in ("inspectors", "auditors", "reviewers", "developers")}
     name = "file-server-groups"
     try:
-        with directory_server.added_groups(GROUP_FOLDERS):
+        with directory_server.added_groups(READING_GROUPS):
             for folder, dn in folders.items():
                 webdav_server.write(f"groups/{folder}/{folder}.txt", f"zebrafinch {folder}")
                 webdav_server.set_rule(f"groups/{folder}/", [f"ldap-group {dn}"])
