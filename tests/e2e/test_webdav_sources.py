@@ -49,6 +49,15 @@ exclude = ["*.tmp"]
     )
 
 
+def folder_source(project: Project, name: str, server: WebdavServer, folder: str) -> None:
+    """A source of the server's ``folder`` alone, its readers by Apache's rules."""
+    project.source(
+        name,
+        f'type = "webdav"\n[webdav]\nroot = "{server.url}{folder}"\nusername = "{CRAWLER}"\n'
+        f'password_secret = "{SECRET}"\napache_config = ["{server.config_file}"]\n',
+    )
+
+
 def crawl(project: Project, name: str, server: WebdavServer) -> str:
     result = run_scrapy(["crawl", name], project.env(**{SECRET: server.crawler_password}))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -199,11 +208,7 @@ def test_ldap_group_grants_exactly_whom_apache_answers(
             for folder, dn in folders.items():
                 webdav_server.write(f"groups/{folder}/{folder}.txt", f"zebrafinch {folder}")
                 webdav_server.set_rule(f"groups/{folder}/", [f"ldap-group {dn}"])
-            project.source(
-                name,
-                f'type = "webdav"\n[webdav]\nroot = "{webdav_server.url}groups/"\nusername = "{CRAWLER}"\n'
-                f'password_secret = "{SECRET}"\napache_config = ["{webdav_server.config_file}"]\n',
-            )
+            folder_source(project, name, webdav_server, "groups/")
             crawl(project, name, webdav_server)
             client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
             by_path = {doc["display_url"][len(webdav_server.url) :]: doc for doc in solr_docs(solr, name)}
@@ -258,11 +263,7 @@ def test_documents_indexed_with_group_tokens_before_the_member_token_take_it_at_
         with directory_server.added_groups({"inspectors": GROUP_FOLDERS["inspectors"]}):
             webdav_server.write("upgrade/inspectors/report.txt", "zebrafinch inspectors")
             webdav_server.set_rule("upgrade/inspectors/", [f"ldap-group {dn}"])
-            project.source(
-                name,
-                f'type = "webdav"\n[webdav]\nroot = "{webdav_server.url}upgrade/"\nusername = "{CRAWLER}"\n'
-                f'password_secret = "{SECRET}"\napache_config = ["{webdav_server.config_file}"]\n',
-            )
+            folder_source(project, name, webdav_server, "upgrade/")
             crawl(project, name, webdav_server)
             client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
             (doc,) = solr_docs(solr, name)

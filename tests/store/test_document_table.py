@@ -630,9 +630,7 @@ def test_two_nodes_queueing_overlapping_links_at_once_queue_each_once_and_lose_n
     page = [f"http://h/new/{number}" for number in range(40)][::-1]
     nodes[0].add([Entry(url, 1) for url in page])
     with nodes[0].engine.connect() as connection:
-        ids = dict(
-            connection.execute(select(documents.c.url, documents.c.id).where(documents.c.url.in_(page))).tuples().all()
-        )
+        ids = dict(connection.execute(select(documents.c.url, documents.c.id).where(documents.c.url.in_(page))).tuples().all())
     assert [ids[url] for url in page] == sorted(ids.values())
 
 
