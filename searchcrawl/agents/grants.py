@@ -2,9 +2,10 @@
 column), the grants of a list of tokens, and the access of a document whose tokens cannot be read.
 
 A text of tokens: tokens are separated by spaces, commas or semicolons, but a new token begins
-only where a namespace (``user:``, ``group:``, ``uid:``, ``gid:``) or ``public`` follows the
-separator, so that a DN (``group:cn=sales,ou=groups,dc=example,dc=org``) or a group name with a
-space (``group:Domain Users``) stays one token. A separator escaped with a backslash (``\\,``)
+only where a namespace (access/tokens.py's NAMESPACES: ``user:``, ``group:``, ``member:``,
+``uid:``, ``gid:``, ``sid:``) or ``public`` follows the separator, so that a DN
+(``group:cn=sales,ou=groups,dc=example,dc=org``) or a group name with a space (``group:Domain
+Users``) stays one token; ``group:staff member:cn=x,dc=org`` is two. A separator escaped with a backslash (``\\,``)
 never begins one. Text before the first namespace is a piece of its own, which is not a token:
 ``grants_of`` refuses it (``AccessError``), as any token ``normal_token`` refuses, and a deny
 written ``-user:bob`` (a piece of its own too: deny tokens have a column or kind of their own).

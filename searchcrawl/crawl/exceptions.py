@@ -41,6 +41,16 @@ class RequestRefused(IgnoreRequest):
         self.outcome = Outcome(event, int(status), reason, counted=counted, fetched=fetched)
 
 
+class TransportFailed(RequestRefused):
+    """A request the source's transport cannot carry: its ``[tls]`` cannot be used (TLS_FAILED) or
+    its proxy refused it or cannot tunnel it (PROXY_FAILED). A failure that may pass (FAILED, not
+    counted toward max_failures), and unlike a rule's refusal a failure of the network: the
+    failures by kind (crawl/run.py) count it as one."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(status, reason, event=Event.FAILED, counted=False)
+
+
 class Unsent(IgnoreRequest):
     """A request given back before it was sent, as a suspend or stop closes the crawl
     (extensions/give_back.py): no outcome, its URL stays leased, and the frontier queues it

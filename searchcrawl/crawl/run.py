@@ -19,7 +19,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.python import global_object_name
 
-from searchcrawl.crawl.exceptions import SessionHeld
+from searchcrawl.crawl.exceptions import SessionHeld, TransportFailed
 from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState
 
@@ -105,16 +105,21 @@ EXCEPTION_TYPE_STAT = "downloader/exception_type_count/"
 # What a downloader middleware raises to keep a request from the network on purpose: Scrapy's
 # DownloaderStats counts it among the download exceptions all the same (issue 91: a crawl with no
 # network error showed "network 77", its requests held while a form login ran). A refusal by a
-# rule (IgnoreRequest, RequestRefused, Unsent) or a request held for a login is no network failure.
+# rule (IgnoreRequest, RequestRefused, Unsent) or a request held for a login is no network failure;
+# a request the source's TLS or proxy cannot carry (TransportFailed, a RequestRefused) is one.
 HELD_BACK: tuple[type[BaseException], ...] = (IgnoreRequest, SessionHeld)
+NOT_HELD_BACK: tuple[type[BaseException], ...] = (TransportFailed,)
 
 
 def held_back_names() -> frozenset[str]:
-    """The names Scrapy's stats give the exceptions of HELD_BACK and of their subclasses."""
+    """The names Scrapy's stats give the exceptions of HELD_BACK and of their subclasses, but
+    those of NOT_HELD_BACK and theirs."""
     found: set[str] = set()
     kinds = list(HELD_BACK)
     while kinds:
         kind = kinds.pop()
+        if issubclass(kind, NOT_HELD_BACK):
+            continue
         found.add(global_object_name(kind))
         kinds.extend(kind.__subclasses__())
     return frozenset(found)

@@ -354,7 +354,7 @@ class SourceSpider(Spider):
         modified. Another: an atomic update of its access fields alone, cached and pushed as any
         document, its content not read again (changed). Unknown: it leaves the index (927)."""
         url = response.url
-        if self.kept_out_as_navigation(url, depth, via):  # a rule newer than its indexing
+        if self.kept_out_as_navigation(url, depth, via=via):  # a rule newer than its indexing
             return
         try:
             access = self.access_of(url, response.meta)
@@ -527,13 +527,8 @@ class SourceSpider(Spider):
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
         """Yield the document's item and the requests for its links, as its robots directives allow."""
         previous = response.meta.get(PREVIOUS)
-        navigation = self.kept_out_as_navigation(
-            response.url,
-            depth,
-            redirected_from(response.meta, response.url),
-            last_modified=headers.get("last-modified"),
-            etag=headers.get("etag"),
-        )
+        # what the fetch says of the page (its validators, type, size), as a file's record says it
+        navigation = self.kept_out_as_navigation(response.url, depth, **fetch_record(as_served(response))[1])
         if mimetype_of(headers.get("content-type")) == "text/plain":
             if not navigation:
                 yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
@@ -563,16 +558,16 @@ class SourceSpider(Spider):
             if request is not None:
                 yield request
 
-    def kept_out_as_navigation(self, url: str, depth: int, via: str | None = None, **columns: Any) -> bool:
+    def kept_out_as_navigation(self, url: str, depth: int, **record: Any) -> bool:
         """Whether ``url`` is a navigation page or a copy (the source's ``navigation_pages``,
         rules/navigation_pages.py): then reported as kept out of the index (917), with what its
-        fetch learned (``columns``: its validators, which the next crawl's conditional GET sends;
-        none from a 304, whose row keeps those it was asked with)."""
+        fetch learned (``record``: ``fetch_record``'s, its validators among them, which the next
+        crawl's conditional GET sends; ``via`` alone from a 304, whose row keeps those it was asked with)."""
         pattern = navigation_pattern(url, self.source.settings.navigation_pages)
         if pattern is None:
             return False
         reason = f"navigation page or copy (navigation_pages: {pattern})"
-        self.report(url, Event.GONE, Status.NAVIGATION_PAGE, reason, depth, via=via, **columns)
+        self.report(url, Event.GONE, Status.NAVIGATION_PAGE, reason, depth, **record)
         logger.debug("Not indexed (navigation page, %s): %s", pattern, url)
         return True
 

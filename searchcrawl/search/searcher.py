@@ -66,13 +66,16 @@ LOGGED_QUERY_CHARS = 100  # of a searcher's query in a log line
 LOGGED_REASON_CHARS = 300  # of Solr's message, which may repeat the query
 
 
-def log_failed_search(where: str, query: str, error: IndexingError) -> None:
-    """A search (``where``: the page's, the API's) that failed on Solr: at WARNING at most once a
-    minute, its query and Solr's message cut short (20 refused searches logged 20 lines of 1,197
-    characters); the others at DEBUG."""
+def log_failed_search(where: str, query: str | None, error: IndexingError, *, reason: bool = True) -> None:
+    """A searcher's request (``where``: the page's search, the API's, suggestions, a cached copy,
+    an answer, best bets, spelling) that failed on Solr: every such line goes through here, at
+    WARNING at most once a minute for them all, the query (None: not logged) and Solr's message
+    cut short (20 refused searches logged 20 lines of 1,197 characters; ``reason`` False: its HTTP
+    status alone, for a message that may quote someone else's query); the others at DEBUG."""
     level = logging.WARNING if SEARCH_FAILED_LOG() else logging.DEBUG
-    reason = error.reason[:LOGGED_REASON_CHARS]
-    logger.log(level, "%s %r failed (logged once a minute): %s", where, query[:LOGGED_QUERY_CHARS], reason)
+    said = error.reason[:LOGGED_REASON_CHARS] if reason else f"HTTP {error.status}"
+    asked = "" if query is None else f" {query[:LOGGED_QUERY_CHARS]!r}"
+    logger.log(level, "%s%s failed (logged once a minute): %s", where, asked, said)
 
 
 VECTOR_FIELD = re.compile(r"m[0-9a-f]{10}_v[0-9]{1,4}")  # embedders.field_name's

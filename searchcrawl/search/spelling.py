@@ -17,7 +17,7 @@ from typing import Any
 
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search.query import SPELL_FIELD, TIME_ALLOWED_MS, UF, counted, every_word_counts
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def spelling(index: TrimmedIndex, query: str, fq: list[str], filter_params: dict
         }
         found = index.search("*:*", {**asked, **checks}).facets
     except IndexingError as exc:
-        logger.warning("Spelling suggestions not shown: %s", exc.reason)
+        log_failed_search("Spelling suggestions (not shown)", None, exc)
         return []
     readable = [text for number, text in enumerate(corrected) if counted(found, f"spelling_{number}")]
     logger.debug("Spelling: %d of %d collations spell only words the searcher may read", len(readable), len(corrected))

@@ -53,7 +53,7 @@ from typing import Any
 
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search.query import UF, counted, every_word_counts
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def suggest(
             raise
         # a past query Solr refuses (whatever someone once typed) costs the titles nothing
         # (not logged: Solr's reason may quote someone's query)
-        logger.warning("Suggestions: Solr refused the past queries checked (HTTP %s); titles only", exc.status)
+        log_failed_search("Suggestions: the past queries checked (titles only)", None, exc, reason=False)
         candidates = []
         params = suggest_params(prefix, candidates, limit + 4)
         if params["rows"] == 0:

@@ -375,6 +375,16 @@ class Database:
                 f"this searchcrawl needs {head}: a crawl of any source brings it up to date"
             )
 
+    def new_ids(self, connection: Connection, table: str, count: int) -> list[int] | None:
+        """``count`` ids of ``table`` taken from its sequence in ascending order, for rows that are
+        inserted in another order than the one their ids must follow (Frontier.add: by key, so that
+        two nodes lock overlapping rows in one order, while ids keep discovery order); None on
+        SQLite, which has one writer at a time and no deadlock to avoid."""
+        if self.engine.dialect.name != "postgresql":
+            return None
+        statement = text("SELECT nextval(pg_get_serial_sequence(:table, 'id')) FROM generate_series(1, :count)")
+        return sorted(connection.execute(statement, {"table": table, "count": count}).scalars())
+
     def transaction(self, work: Callable[[Connection], T]) -> T:
         """``work`` in a transaction of its own, run again after a deadlock (``in_transaction``)."""
         return in_transaction(self.engine, work)

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Integer, Row, and_, bindparam, case, func, li
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.database import ROW_KEY, Database, keyed, now, url_hash
+from searchcrawl.store.database import ROW_KEY, Database, now, url_hash
 from searchcrawl.store.models import FrontierState, documents, frontier
 
 if TYPE_CHECKING:
@@ -124,25 +124,34 @@ class Frontier:
         documents_insert, frontier_insert = self._inserts(again)
         pending = list(unique.values())
 
+        keys = [url_hash(entry.url) for entry in pending]
+
         def queue(connection: Connection) -> int:
             added = 0
+            # Two nodes queueing overlapping links would lock their rows in their pages' orders and
+            # wait on each other (PostgreSQL aborts one: DeadlockDetected). On PostgreSQL the rows
+            # are written in the order of their keys, every chunk included, so that any two such
+            # transactions lock what they share in one order; their ids, taken from the sequence
+            # first, still follow discovery order (which decides which copy of a content is indexed).
+            ids = self.database.new_ids(connection, "documents", len(pending)) if len(pending) > 1 else None
+            order = sorted(range(len(pending)), key=keys.__getitem__) if ids is not None else range(len(pending))
             for start in range(0, len(pending), ADD_CHUNK):
-                chunk = pending[start : start + ADD_CHUNK]
+                chunk = [(index, pending[index]) for index in order[start : start + ADD_CHUNK]]
                 rows = [
-                    keyed(
-                        {
-                            "source": self.source,
-                            "url": entry.url,
-                            "state": State.QUEUED.value,
-                            "depth": entry.depth,
-                            "first_seen": when,
-                        }
-                    )
-                    for entry in chunk
+                    {
+                        **({"id": ids[index]} if ids is not None else {}),
+                        "source": self.source,
+                        "url": entry.url,
+                        "url_hash": keys[index],
+                        "state": State.QUEUED.value,
+                        "depth": entry.depth,
+                        "first_seen": when,
+                    }
+                    for index, entry in chunk
                 ]
                 requests = {
                     row["url_hash"]: json.dumps(entry.data, separators=(",", ":")) if entry.data else None
-                    for row, entry in zip(rows, chunk, strict=True)
+                    for row, (_index, entry) in zip(rows, chunk, strict=True)
                 }
                 # the rows written (new, or known and not in the run yet; with ``again`` all), with
                 # their ids: the frontier's entries are written by id, never looked up by URL (on
@@ -166,8 +175,8 @@ class Frontier:
                 added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(queued)
             return added
 
-        # two nodes queueing overlapping links lock their rows in their pages' orders: a deadlock
-        # rolls one back, and it is run again (discovery order, the rows' ids, is kept)
+        # a deadlock with another transaction (one that does not write in key order) rolls this
+        # one back, and it is run again (Database.transaction)
         added = self.database.transaction(queue)
         self._remember(unique)
         self.additions += added

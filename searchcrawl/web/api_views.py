@@ -97,7 +97,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     try:
         found = await answer_of(ctx, request, query, principals)
     except IndexingError as exc:
-        logger.warning("API answer failed: %s", exc.reason)
+        log_failed_search("API answer", query.q, exc)
         found = None
     if found is not None:  # asked for (answer=1) and given: issue 77
         answer["answer"] = answer_json(found)
@@ -117,7 +117,7 @@ async def api_suggest(ctx: WebContext, request: Request) -> Response:
     try:
         found = await in_thread(ctx.completions, prefix, principals)
     except IndexingError as exc:
-        logger.warning("API suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+        log_failed_search(f"API suggestions ({len(prefix)} characters typed)", None, exc)
         return _api_error(503, "unavailable", "The index cannot be asked now.", cors)
     answer = {"q": prefix, "suggestions": [item.as_json() for item in found]}
     return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})

@@ -176,6 +176,12 @@ class WebConfig:
     # issue 77: answers with citations (SEARCHCRAWL_ANSWERS_*; None: off)
     answers: AnswerConfig | None = None
 
+    def principals_from_provider(self, kind: str) -> bool:
+        """Whether a single sign-on of ``kind`` (oidc, saml) takes its principals from its
+        provider's groups (``principals`` "token", or "auto" without a directory) rather than the directory."""
+        config = {"oidc": self.oidc, "saml": self.saml}.get(kind)
+        return config is not None and (config.principals == "token" or (config.principals == "auto" and self.directory is None))
+
     def sign_ins(self) -> bool:
         """Whether anyone can sign in but the configured account: a directory, or a single sign-on."""
         return any(way is not None for way in (self.directory, self.oidc, self.saml, self.kerberos))
@@ -208,7 +214,11 @@ class WebContext:
             role_logins=self.config.roles.any and self.config.sign_ins(),
         )
         # single sign-on (oidc.py): the provider's client and its pending sign-ins
-        self.oidc = OidcClient(self.config.oidc) if self.config.oidc is not None else None
+        self.oidc = (
+            OidcClient(self.config.oidc, groups_needed=self.config.principals_from_provider("oidc"))
+            if self.config.oidc is not None
+            else None
+        )
         self.saml = SamlClient(self.config.saml) if self.config.saml is not None else None
         self.kerberos = KerberosAcceptor(self.config.kerberos) if self.config.kerberos is not None else None
         # searchers: sessions and a throttle of their own (a searcher's typos never slow an

@@ -11,7 +11,8 @@ client, the client's secret from the secrets mechanism: SEARCHCRAWL_OIDC_CLIENT_
 and its ID token checked before anything of it is believed (joserfc: the signature by the
 provider's published keys, the issuer, this client as its audience, the nonce, its time). The
 user is the token's ``user_claim`` (read from the userinfo endpoint, of the token's subject, when
-the token lacks it or ``groups_claim``: providers that follow the standard put them there alone); their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
+the token lacks it, or lacks ``groups_claim`` where the principals come from it: providers that
+follow the standard put them there alone; an https endpoint or the issuer's origin only); their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
 without a directory or with ``principals = "token"``, ``user:NAME`` and a ``group:`` for each value
 of the token's ``groups_claim``: the same principals as every other sign-in.
 """
@@ -23,7 +24,7 @@ import logging
 import re
 import secrets as random_tokens
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from searchcrawl.rules.credentials import origin_of  # scheme://host:port, the port always written
 from searchcrawl.system.translations import N_
 from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names
 
@@ -73,8 +75,11 @@ class OidcPending:
 class OidcClient:
     """The relying party of one provider (``config``), with its pending sign-ins."""
 
-    def __init__(self, config: OidcConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: OidcConfig, clock: Callable[[], float] = time.monotonic, groups_needed: bool = True) -> None:
+        """``groups_needed``: whether the principals come from the token's groups (``principals``
+        "token", or "auto" without a directory), so that a token without them asks the userinfo endpoint."""
         self.config = config
+        self.groups_needed = groups_needed
         self._discovery: dict[str, Any] | None = None
         self._keys: tuple[float, KeySet] | None = None
         self.pending: PendingSignIns[OidcPending] = PendingSignIns(clock)
@@ -161,22 +166,41 @@ class OidcClient:
             )
         except Exception as exc:  # noqa: BLE001 - authlib raises its own and requests' errors
             raise SignOnError(N_("the code was not exchanged: %(error)s"), error=type(exc).__name__) from None
-        claims = self.id_token_claims(str(token.get("id_token") or ""), pending.nonce)
-        if self.config.user_claim not in claims or self.config.groups_claim not in claims:
-            # a provider that follows the standard puts the profile's claims in its userinfo
-            # alone (oidc-provider's default conformIdTokenClaims); what the token says wins
-            claims = {**self.userinfo_claims(str(token.get("access_token") or ""), claims["sub"]), **claims}
+        claims = self.completed_claims(self.id_token_claims(str(token.get("id_token") or ""), pending.nonce), token)
         user = check_user(claims.get(self.config.user_claim), self.config.user_claim)
         groups, partial = group_names(claims.get(self.config.groups_claim))
         return SignedOn(user, groups, pending.purpose, pending.back, partial)
 
+    def completed_claims(self, claims: dict[str, Any], token: Mapping[str, Any]) -> dict[str, Any]:
+        """The checked ID token's ``claims``, with those it lacks read from the userinfo endpoint
+        (a provider that follows the standard puts the profile's claims there alone:
+        oidc-provider's default conformIdTokenClaims): asked only when the token lacks the user
+        claim, or the groups claim while the principals come from it (``groups_needed``). What
+        the signed token says wins. Without the user claim a failing endpoint refuses the
+        sign-in; with it the sign-in goes on with the token's claims alone, as before."""
+        has_user = self.config.user_claim in claims
+        if has_user and (self.config.groups_claim in claims or not self.groups_needed):
+            return claims
+        try:
+            return {**self.userinfo_claims(str(token.get("access_token") or ""), claims["sub"]), **claims}
+        except SignOnError as exc:
+            if not has_user:
+                raise
+            logger.warning("OpenID Connect: the groups the ID token lacks are not read (%s): signed in without them", exc)
+            return claims
+
     def userinfo_claims(self, access_token: str, subject: str) -> dict[str, Any]:
         """The claims of the provider's userinfo endpoint (none without an endpoint or an access
         token), read with the access token; they are believed only of the ID token's subject
-        (OpenID Connect Core 5.3.2: another ``sub`` is refused, never merged)."""
+        (OpenID Connect Core 5.3.2: another ``sub`` is refused, never merged), and asked only of an
+        https endpoint or one at the issuer's own origin: the access token goes nowhere else, and
+        no one on the path of a plain http request rewrites the user's name."""
         endpoint = self.discovery().get("userinfo_endpoint")
         if not isinstance(endpoint, str) or not endpoint or not access_token:
             return {}
+        issuer = origin_of(self.discovery()["issuer"])
+        if not endpoint.lower().startswith("https://") and (issuer is None or origin_of(endpoint) != issuer):
+            raise SignOnError(N_("the provider's userinfo endpoint is neither https nor at its issuer's origin"))
         claims = self._get_json(endpoint, {"Authorization": f"Bearer {access_token}", "Accept": "application/json"})
         if claims.get("sub") != subject:
             raise SignOnError(N_("the provider's userinfo is of another user than its ID token"))

@@ -25,7 +25,7 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, number
@@ -57,7 +57,7 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
         rules = await in_thread(ctx.relevance.get)
         page = await in_thread(why.why, TrimmedIndex(ctx.solr, viewer.principals), query, target, rules.boosts)
     except IndexingError as exc:
-        logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
+        log_failed_search("Web administration: why", query, exc)
         page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])
         page.message = N_("The index cannot be searched now.")
     if page.message:  # why.py's fixed sentences, in the page's language where the catalogue has them

@@ -42,7 +42,7 @@ from searchcrawl.search.query import (
     unique_hits,
 )
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.search.spelling import spelling
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, ngettext
@@ -495,7 +495,7 @@ def best_bets(index: TrimmedIndex, urls: list[str]) -> list[Hit]:
     try:
         found = index.search("*:*", asked)
     except IndexingError as exc:  # the hits are there: the page goes on without its best bets
-        logger.warning("Best bets not shown: %s", exc.reason)
+        log_failed_search("Best bets (not shown)", None, exc)
         return []
     hits: dict[str, dict[str, Any]] = {}
     for doc in unique_hits(found.docs):

@@ -120,7 +120,7 @@ async def suggest(ctx: WebContext, request: Request) -> Response:
     try:
         found = await in_thread(ctx.completions, prefix, searcher.principals)
     except IndexingError as exc:
-        logger.warning("Suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+        log_failed_search(f"Suggestions ({len(prefix)} characters typed)", None, exc)
         code = 503
     answer = JSONResponse({"q": prefix, "suggestions": [item.as_json() for item in found]}, status_code=code)
     return personal(ctx, answer)
@@ -139,7 +139,7 @@ async def cached(ctx: WebContext, request: Request) -> Response:
             ctx.cached_copies, cached_copy, TrimmedIndex(ctx.solr, searcher.principals), by_id(doc_id), query
         )
     except IndexingError as exc:
-        logger.warning("Cached copy failed: %s", exc.reason)
+        log_failed_search("Cached copy", None, exc)
         return personal(ctx, ctx.render(request, "cached.html", 503, copy=None, searcher=searcher, q=query, error=True))
     logger.debug("Cached copy of %r for %s: %s", doc_id, searcher.user or "a visitor", "shown" if copy else "not found")
     if copy is None:

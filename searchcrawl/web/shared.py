@@ -85,8 +85,7 @@ async def who_searches(ctx: WebContext, request: Request) -> Searcher:
 def session_principals_from_provider(ctx: WebContext, kind: str) -> bool:
     """Whether a single sign-on session of ``kind`` takes its principals from its provider's groups
     (``principals`` "token", or "auto" without a directory) rather than the directory."""
-    config = {"oidc": ctx.config.oidc, "saml": ctx.config.saml}.get(kind)
-    return config is not None and (config.principals == "token" or (config.principals == "auto" and ctx.config.directory is None))
+    return ctx.config.principals_from_provider(kind)
 
 
 async def session_principals(ctx: WebContext, session: Session) -> Principals:

@@ -23,6 +23,9 @@ from searchcrawl.agents.grants import MAX_REASON_CHARS, grants_of, split_tokens,
         ("alice, user:bob", ["alice", "user:bob"]),
         ("user:a -group:b", ["user:a", "-group:b"]),
         ("user:a, publicity", ["user:a, publicity"]),  # not the token public
+        # member: (Apache's ldap-group, issue 91) and sid: begin tokens as every namespace does
+        ("group:staff member:cn=audit,dc=org", ["group:staff", "member:cn=audit,dc=org"]),
+        ("user:a sid:S-1-5-21-1-2-3-1105", ["user:a", "sid:S-1-5-21-1-2-3-1105"]),
     ],
 )
 def test_split_tokens(text: str, expected: list[str]) -> None:

@@ -230,6 +230,9 @@ def test_a_navigation_page_keeps_its_validators_and_its_304_keeps_it_out(crawler
     (page, _), (pdf_file, _), (not_modified, _) = [(o.columns, o) for _url, o in reports.seen]
     assert (page["last_modified"], page["etag"]) == (validators["Last-Modified"], validators["ETag"])
     assert (pdf_file["last_modified"], pdf_file["etag"]) == (validators["Last-Modified"], validators["ETag"])
+    # a page's and a file's rows keep the same of their fetch (spider.py fetch_record, one implementation)
+    assert set(page) == set(pdf_file) - {"fetched_with"}, (page, pdf_file)
+    assert (page["content_type"], page["content_length"]) == ("text/html; charset=utf-8", len(PAGE))
     assert "last_modified" not in not_modified and "etag" not in not_modified
     assert {o.status for _url, o in reports.seen} == {Status.NAVIGATION_PAGE}
 

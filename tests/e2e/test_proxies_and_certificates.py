@@ -256,6 +256,10 @@ def test_a_site_requiring_a_client_certificate(project, solr, servers, ca, encry
         assert "cannot be decrypted" in result.stderr
         assert titles(solr, name) == HOME_AND_PAGES
         assert project.table().get(name, f"{site.url}index.html")["status"] == 937
+        # issue 91 review: a request the source's TLS cannot carry is a network failure (counted
+        # as none while every refusal was held back from the failures by kind)
+        runs = [line for line in project.scrapy("status", name).stdout.splitlines() if line.startswith("run ")]
+        assert "failures network" in runs[0], runs
         return
     project.source(name, source_text(site, extra='[tls]\nca_bundle = "ca.pem"\n'))  # no client certificate
     result = project.scrapy("crawl", name)

@@ -11,13 +11,18 @@ rules alone updates the access without a GET; `scrapy explain-access` names the 
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 
 import pysolr
 import pytest
+from sqlalchemy import select, update
 
+from searchcrawl.access.tokens import Access
+from searchcrawl.crawl.pipelines.checksum import access_update, content_of, versioned
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.store.models import documents
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
@@ -41,6 +46,15 @@ password_secret = "{SECRET}"
 apache_config = ["{server.config_file}"]
 exclude = ["*.tmp"]
 """,
+    )
+
+
+def folder_source(project: Project, name: str, server: WebdavServer, folder: str) -> None:
+    """A source of the server's ``folder`` alone, its readers by Apache's rules."""
+    project.source(
+        name,
+        f'type = "webdav"\n[webdav]\nroot = "{server.url}{folder}"\nusername = "{CRAWLER}"\n'
+        f'password_secret = "{SECRET}"\napache_config = ["{server.config_file}"]\n',
     )
 
 
@@ -185,11 +199,7 @@ def test_ldap_group_grants_exactly_whom_apache_answers(
             for folder, dn in folders.items():
                 webdav_server.write(f"groups/{folder}/{folder}.txt", f"zebrafinch {folder}")
                 webdav_server.set_rule(f"groups/{folder}/", [f"ldap-group {dn}"])
-            project.source(
-                name,
-                f'type = "webdav"\n[webdav]\nroot = "{webdav_server.url}groups/"\nusername = "{CRAWLER}"\n'
-                f'password_secret = "{SECRET}"\napache_config = ["{webdav_server.config_file}"]\n',
-            )
+            folder_source(project, name, webdav_server, "groups/")
             crawl(project, name, webdav_server)
             client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
             by_path = {doc["display_url"][len(webdav_server.url) :]: doc for doc in solr_docs(solr, name)}
@@ -209,6 +219,60 @@ def test_ldap_group_grants_exactly_whom_apache_answers(
             if f"groups/{folder}/" in webdav_server.rules:
                 webdav_server.set_rule(f"groups/{folder}/", None)
         shutil.rmtree(webdav_server.files / "groups", ignore_errors=True)
+
+
+def as_indexed_before_member_tokens(project: Project, solr: pysolr.Solr, name: str) -> None:
+    """The source's documents as a searchcrawl older than the member: token left them: each
+    ``Require ldap-group <DN>`` indexed as ``group:<DN>`` (its row's access and checksum, Solr's
+    access fields)."""
+    database = project.table().database
+    with database.engine.begin() as connection:
+        rows = connection.execute(
+            select(documents.c.id, documents.c.url, documents.c.checksum, documents.c.access).where(documents.c.source == name)
+        ).all()
+        updates = []
+        for row in rows:
+            old = Access.from_data(json.loads(row.access.replace('"member:', '"group:')))
+            checksum = versioned(content_of(row.checksum), old)
+            connection.execute(
+                update(documents).where(documents.c.id == row.id).values(checksum=checksum, access=json.dumps(old.to_data()))
+            )
+            updates.append(access_update(name, row.url, checksum, old))
+    solr.add(updates, commit=True)
+
+
+def test_documents_indexed_with_group_tokens_before_the_member_token_take_it_at_the_next_crawl(
+    project: Project, solr: pysolr.Solr, webdav_server: WebdavServer, directory_server: DirectoryServer
+) -> None:
+    """Issue 91 review: an index made before ``ldap-group`` became ``member:<DN>`` holds the wider
+    ``group:<DN>`` (bob, in inspectors by memberUid alone, finds its file, which Apache refuses
+    him). The next crawl of the source reads the rules with the listing and updates the access in
+    Solr, without reading the files again: no other step after upgrading."""
+    dn = directory_server.group_dn("inspectors")
+    name = "file-server-upgrade"
+    try:
+        with directory_server.added_groups({"inspectors": GROUP_FOLDERS["inspectors"]}):
+            webdav_server.write("upgrade/inspectors/report.txt", "zebrafinch inspectors")
+            webdav_server.set_rule("upgrade/inspectors/", [f"ldap-group {dn}"])
+            folder_source(project, name, webdav_server, "upgrade/")
+            crawl(project, name, webdav_server)
+            client, directory = SolrIndex(project.solr_url, timeout=30), directory_of_server(directory_server)
+            (doc,) = solr_docs(solr, name)
+            assert not webdav_server.can_read("bob", "upgrade/inspectors/report.txt")
+            assert doc["id"] not in found_by(client, directory.principals("bob"), name)
+
+            as_indexed_before_member_tokens(project, solr, name)
+            assert doc["id"] in found_by(client, directory.principals("bob"), name)  # the older index's wider grant
+
+            log = crawl(project, name, webdav_server)
+            assert "'downloader/response_status_count/200'" not in log and "'searchcrawl/access_updates'" in log, log[-3000:]
+            assert doc["id"] not in found_by(client, directory.principals("bob"), name)
+            row = project.table().get(name, doc["url"])
+            assert row is not None and f'"member:{dn.lower()}' in row["access"] and '"group:' not in row["access"], row
+    finally:
+        if "upgrade/inspectors/" in webdav_server.rules:
+            webdav_server.set_rule("upgrade/inspectors/", None)
+        shutil.rmtree(webdav_server.files / "upgrade", ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from starlette.testclient import TestClient
 from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.search import searcher as searcher_module
 from searchcrawl.search.searcher import OncePer
+from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 from searchcrawl.web.shared import MAX_FORM_BYTES
@@ -145,4 +147,30 @@ def test_searches_solr_fails_are_logged_once_a_minute_their_query_cut(
     failed = [record for record in caplog.records if "failed" in record.getMessage() and "harbour" in record.getMessage()]
     warnings = [record for record in failed if record.levelno == logging.WARNING]
     assert len(warnings) == 2 and len(failed) == 21  # at 0 s and at 100 s
+    assert all(len(record.getMessage()) < 500 for record in failed)
+
+
+def test_suggestions_cached_copies_and_the_api_solr_fails_share_the_once_a_minute_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 91 review: the search page's failures were logged once a minute, but suggestions,
+    cached copies and the API's suggestions still logged Solr's whole message at WARNING for every
+    request. Every Solr failure of a searcher's request goes through log_failed_search: one
+    WARNING a minute for them all, the rest at DEBUG, each line short."""
+    monkeypatch.setattr(searcher_module, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: 0.0), raising=False)
+    config = unit_config(tmp_path)
+    web = TestClient(create_app(config), base_url="http://127.0.0.1")
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    bearer = {"authorization": f"Bearer {token}"}
+    query = "harbour " * 150
+    with caplog.at_level(logging.DEBUG, logger="searchcrawl"):
+        for _ in range(5):  # Solr (port 9) does not answer
+            assert web.get("/suggest", params={"q": query[:60]}).status_code == 503
+            assert web.get("/cached", params={"id": "s!http://h.test/a", "q": query}).status_code == 503
+            assert web.get("/api/suggest", params={"q": query[:60]}, headers=bearer).status_code == 503
+            assert web.get("/api/search", params={"q": query}, headers=bearer).status_code == 503
+    failed = [record for record in caplog.records if "failed" in record.getMessage() and record.name.startswith("searchcrawl")]
+    kinds = {record.getMessage().split(" failed")[0].split(" (")[0].split(" '")[0] for record in failed}
+    assert kinds == {"Suggestions", "Cached copy", "API suggestions", "API search"}, kinds
+    assert [record.levelno for record in failed].count(logging.WARNING) == 1, [r.getMessage()[:80] for r in failed]
     assert all(len(record.getMessage()) < 500 for record in failed)

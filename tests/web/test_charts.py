@@ -9,8 +9,10 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from scrapy.utils.python import global_object_name
 
-from searchcrawl.crawl.run import failure_counts
+from searchcrawl.crawl.exceptions import RequestRefused, TransportFailed
+from searchcrawl.crawl.run import EXCEPTION_TYPE_STAT, failure_counts, held_back_names
 from searchcrawl.web import charts
 from searchcrawl.web.charts import Series, downsample, line_chart, nice_ticks, stacked_bars, time_ticks
 from searchcrawl.web.pictures import SOURCE_RUNS, pages_per_minute, run_chart, source_charts
@@ -186,3 +188,13 @@ def test_requests_held_for_a_login_or_refused_by_a_rule_are_no_network_failures(
     }
     assert failure_counts(stats) == {"network": 2}
     assert failure_counts({"downloader/exception_count": 77, held: 77}) == {}
+
+
+def test_requests_the_sources_tls_or_proxy_cannot_carry_are_network_failures() -> None:
+    """Issue 91 review: every IgnoreRequest was held back from the network failures, the download
+    handler's TLS refusal and the proxy's among them (TransportFailed, a RequestRefused): a crawl
+    whose every request failed on TLS showed no failure at all."""
+    failed = EXCEPTION_TYPE_STAT + global_object_name(TransportFailed)
+    assert issubclass(TransportFailed, RequestRefused) and global_object_name(TransportFailed) not in held_back_names()
+    assert global_object_name(RequestRefused) in held_back_names()
+    assert failure_counts({"downloader/exception_count": 4, failed: 4}) == {"network": 4}

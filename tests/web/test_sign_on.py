@@ -111,3 +111,74 @@ def test_userinfo_claims_are_believed_only_of_the_id_tokens_subject() -> None:
     assert client.userinfo_claims("", "alice-id") == {}
     client._discovery = {"issuer": "http://127.0.0.1:1"}
     assert client.userinfo_claims("token-1", "alice-id") == {} and asked == []
+
+
+def test_userinfo_is_asked_only_over_https_or_at_the_issuers_origin() -> None:
+    """Issue 91 review: the userinfo endpoint came from the discovery document unchecked; with the
+    user's name read from its unsigned answer, ``userinfo_endpoint: http://...`` let anyone on
+    the path rename a user, and the access token went to any host. Only an https endpoint or one
+    at the issuer's own origin (the tests' provider's, http://127.0.0.1) is asked."""
+    client = OidcClient(OidcConfig("http://127.0.0.1:1", "client", "secret"))
+    asked: list[str] = []
+
+    def get_json(url: str, headers: dict[str, str] | None = None) -> dict[str, object]:
+        asked.append(url)
+        return {"sub": "alice-id", "preferred_username": "alice"}
+
+    client._get_json = get_json  # type: ignore[method-assign]
+    for endpoint in ("http://127.0.0.1:2/me", "http://idp.example/me", "ftp://127.0.0.1:1/me", "//127.0.0.1:1/me"):
+        client._discovery = {"issuer": "http://127.0.0.1:1", "userinfo_endpoint": endpoint}
+        with pytest.raises(SignOnError, match="neither https nor at its issuer's origin"):
+            client.userinfo_claims("token-1", "alice-id")
+    assert asked == []
+    for endpoint in ("https://idp.example/me", "HTTP://127.0.0.1:1/userinfo"):
+        client._discovery = {"issuer": "http://127.0.0.1:1", "userinfo_endpoint": endpoint}
+        assert client.userinfo_claims("token-1", "alice-id")["preferred_username"] == "alice"
+    assert asked == ["https://idp.example/me", "HTTP://127.0.0.1:1/userinfo"]
+
+
+@pytest.mark.parametrize(
+    ("claims", "groups_needed", "answer", "expected"),
+    [
+        # the token names the user, the principals are the directory's: nothing asked
+        ({"sub": "s", "preferred_username": "alice"}, False, "fails", {"sub": "s", "preferred_username": "alice"}),
+        ({"sub": "s", "preferred_username": "alice", "groups": ["a"]}, True, "fails", None),
+        # groups the principals need, from the endpoint; the token's name wins
+        (
+            {"sub": "s", "preferred_username": "alice"},
+            True,
+            {"sub": "s", "preferred_username": "mallory", "groups": ["a"]},
+            {"sub": "s", "preferred_username": "alice", "groups": ["a"]},
+        ),
+        # an endpoint that fails while the token names the user: signed in as before, no groups
+        ({"sub": "s", "preferred_username": "alice"}, True, "fails", {"sub": "s", "preferred_username": "alice"}),
+        ({"sub": "s", "preferred_username": "alice"}, True, "another", {"sub": "s", "preferred_username": "alice"}),
+        # no user claim: the endpoint must say it
+        ({"sub": "s"}, False, {"sub": "s", "preferred_username": "alice"}, {"sub": "s", "preferred_username": "alice"}),
+        ({"sub": "s"}, False, "fails", SignOnError),
+    ],
+)
+def test_userinfo_is_asked_only_for_what_the_sign_in_needs(
+    claims: dict[str, object], groups_needed: bool, answer: object, expected: object
+) -> None:
+    """Issue 91 review: the endpoint was asked whenever the groups claim was missing, also when
+    the principals come from the directory, and a failing endpoint refused sign-ins that worked
+    before. It is asked when the token lacks the user claim, or the groups the principals need;
+    its failure refuses only a sign-in that has no user without it."""
+    client = OidcClient(OidcConfig("https://idp.example", "client", "secret"), groups_needed=groups_needed)
+    client._discovery = {"issuer": "https://idp.example", "userinfo_endpoint": "https://idp.example/me"}
+    asked: list[str] = []
+
+    def get_json(url: str, headers: dict[str, str] | None = None) -> dict[str, object]:
+        asked.append(url)
+        if answer == "fails":
+            raise SignOnError("the provider does not answer as it should: %(error)s", error="ConnectionError")
+        return {"sub": "other"} if answer == "another" else dict(answer)  # type: ignore[call-overload]
+
+    client._get_json = get_json  # type: ignore[method-assign]
+    if expected is SignOnError:
+        with pytest.raises(SignOnError):
+            client.completed_claims(dict(claims), {"access_token": "token-1"})
+        return
+    assert client.completed_claims(dict(claims), {"access_token": "token-1"}) == (expected or claims)
+    assert bool(asked) == (not ("groups" in claims or not groups_needed) or "preferred_username" not in claims)

@@ -34,8 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.internet.ssl import Certificate, optionsForClientTLS, trustRootFromCertificates
 
-from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.rules.lifecycle import Event
+from searchcrawl.crawl.exceptions import TransportFailed
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, load_client_key
 from searchcrawl.system.secrets import SecretError, required_secret
@@ -153,5 +152,5 @@ class SourceTlsDownloadHandler(HTTP11DownloadHandler):
 
     async def download_request(self, request: Request) -> Response:
         if self.problem is not None:
-            raise RequestRefused(Status.TLS_FAILED, self.problem, event=Event.FAILED, counted=False)
+            raise TransportFailed(Status.TLS_FAILED, self.problem)
         return await super().download_request(request)

@@ -25,9 +25,8 @@ from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.httpproxy import HttpProxyMiddleware
 from scrapy.http import Response
 
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import TransportFailed
 from searchcrawl.crawl.meta import PROXY, PROXY_KEYS
-from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.proxies import ProxyRule, goes_direct
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.system.secrets import SecretError, required_secret
@@ -74,11 +73,9 @@ class SourceProxyMiddleware(HttpProxyMiddleware):
         if self.rule is None or goes_direct(self.rule.no_proxy, request.url):
             return None
         if self.rule.url.startswith("https:") and request.url.lower().startswith("https:"):
-            raise RequestRefused(
+            raise TransportFailed(
                 Status.PROXY_FAILED,
                 "Scrapy's HTTP/1.1 handler cannot tunnel an https URL through an https:// proxy: give the proxy's http:// address",
-                event=Event.FAILED,
-                counted=False,
             )
         request.meta[PROXY] = self.rule.url
         if self.credentials is not None:
@@ -98,7 +95,5 @@ class SourceProxyMiddleware(HttpProxyMiddleware):
                     request.meta[PROXY],
                     request.url,
                 )
-            raise RequestRefused(
-                Status.PROXY_FAILED, "HTTP 407: the source's proxy refused its credentials", event=Event.FAILED, counted=False
-            )
+            raise TransportFailed(Status.PROXY_FAILED, "HTTP 407: the source's proxy refused its credentials")
         return response
