@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
 from scrapy.settings import BaseSettings
-from sqlalchemy.engine import make_url
 
 from searchcrawl.commands import hint_program, open_database
 from searchcrawl.ops import installation
 from searchcrawl.ops.daily_summary import check_tika, why_silent
+from searchcrawl.rules.notify_events import safe_url
 from searchcrawl.system import paths
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -81,10 +81,7 @@ def _solr(url: str, auth: tuple[str, str] | None, dev: bool, timeout: float) -> 
 
 
 def _database(settings: BaseSettings) -> installation.Finding:
-    try:
-        shown = make_url(paths.db_url(settings)).render_as_string(hide_password=True)
-    except Exception:  # a URL SQLAlchemy cannot read: never shown, it may hold a password
-        shown = "SEARCHCRAWL_DB_URL"
+    shown = safe_url(paths.db_url(settings))  # no user name or password, no query string
     try:
         with open_database(settings):
             pass

@@ -251,7 +251,7 @@ def test_documents_indexed_with_group_tokens_before_the_member_token_take_it_at_
     dn = directory_server.group_dn("inspectors")
     name = "file-server-upgrade"
     try:
-        with directory_server.added_groups({"inspectors": GROUP_FOLDERS["inspectors"]}):
+        with directory_server.added_groups({"inspectors": READING_GROUPS["inspectors"]}):
             webdav_server.write("upgrade/inspectors/report.txt", "zebrafinch inspectors")
             webdav_server.set_rule("upgrade/inspectors/", [f"ldap-group {dn}"])
             folder_source(project, name, webdav_server, "upgrade/")
