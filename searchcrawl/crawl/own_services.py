@@ -6,8 +6,8 @@ The settings that name them are ``OWN_SERVICE_SETTINGS``: every node of ``SOLR_U
 SolrCloud, every live node its cluster state names, learnt when the crawl starts), Tika, the web
 application (where it listens, and its public addresses behind a proxy), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
-once, when the crawl starts, as are this machine's own addresses (a service on this machine
-answers at each of them).
+once, when the crawl starts; whether an address is this machine's own (a service on this
+machine answers at each of them) is asked at each check (``on_this_machine``).
 """
 
 from __future__ import annotations
@@ -99,16 +99,30 @@ def addresses_of(hosts: Iterable[str]) -> dict[str, list[str]]:
     return found
 
 
-def machine_addresses() -> list[str]:
-    """This machine's own addresses, as its host name resolves (a service listening on every
-    interface answers at each)."""
-    return addresses_of([socket.gethostname()]).get(socket.gethostname(), [])
+def on_this_machine(address: str) -> bool:
+    """Whether ``address`` is one of this machine's own (a service listening on every interface
+    answers there): a socket can be bound to it. Asked at each check, without traffic, since
+    what the host name resolves to is not every interface (eth0, docker0, a VPN), and
+    interfaces come and go. A kernel that binds any address (``ip_nonlocal_bind``) makes every
+    address this machine's: the services' ports are then refused everywhere (fail closed)."""
+    ip = ip_of(address)
+    if ip is None or ip.is_multicast:
+        return False
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    try:
+        with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((str(ip), 0))
+    except OSError:
+        return False
+    return True
 
 
 def own_services_of(get: Callable[[str], Any]) -> OwnServices:
-    """The installation's services (``own_services``) with their names' addresses and this machine's."""
+    """The installation's services (``own_services``) with their names' addresses, and how this
+    machine's own addresses are told (``on_this_machine``)."""
     services = own_services(get)
-    return OwnServices(services, addresses_of(service.host for service in services), machine_addresses())
+    return OwnServices(services, addresses_of(service.host for service in services), on_this_machine)
 
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes

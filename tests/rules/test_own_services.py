@@ -17,7 +17,7 @@ PUBLIC = OwnService.of_url("the web application", "https://intranet.corp.test/se
 
 def services() -> OwnServices:
     assert PUBLIC is not None
-    return OwnServices([SOLR, REMOTE, PUBLIC], {"tika.corp.test": ["10.0.0.9"]}, machine=["10.0.0.5"])
+    return OwnServices([SOLR, REMOTE, PUBLIC], {"tika.corp.test": ["10.0.0.9"]}, machine={"10.0.0.5"}.__contains__)
 
 
 def test_a_service_is_met_by_its_name_or_address_and_port_not_by_its_host_alone() -> None:
