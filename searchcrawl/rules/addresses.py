@@ -9,7 +9,8 @@ made only when the source's domain rules *and* port rules admit that host and po
 a seed's host and port (what the admin wrote is trusted). Domain rules admit internal addresses
 by a suffix ``include`` rule only, never by ``include_prefix`` (``intranet.`` matches
 ``intranet.attacker.test`` too, a name anyone can point at 169.254.169.254), and a link-local
-address (a cloud's metadata service) is reached only as a seed's own site. Public addresses are not restricted
+address (a cloud's metadata service, ``METADATA_ADDRESSES`` included) is reached only where a seed
+is that literal address. Public addresses are not restricted
 here: the boundary and the redirect policy decide about them.
 
 The rule is applied to the address actually connected to: the crawl's DNS resolver
@@ -270,8 +271,10 @@ class AddressPolicy:
 
         One of the installation's own services never (status 944). Every address must be
         allowed: a name that resolves to a public and an internal address could be connected
-        to the internal one. A link-local address (a cloud's metadata service) only for a seed's
-        own site: a domain rule is not enough."""
+        to the internal one. A link-local address (a cloud's metadata service,
+        ``METADATA_ADDRESSES`` included) only where a seed is that literal address and port: a
+        domain rule is not enough, nor a seed's name, which may resolve to a public address when
+        the source is saved and to 169.254.169.254 when it is crawled."""
         addresses = list(addresses)
         own = self.own.refusal(host, port, addresses=addresses)
         if own is not None:
@@ -280,11 +283,14 @@ class AddressPolicy:
         if not internal:
             return None
         where = normalize_host(host)
-        if (where, port) not in self.seed_sites:
-            link_local = next((address for address in internal if is_link_local(address)), None)
-            if link_local is not None:
-                reason = f"{where}:{port} is a link-local address ({link_local}), reached only as a seed's own site"
-                return Status.INTERNAL_ADDRESS, reason
+        literal = ip_of(where) if (where, port) in self.seed_sites else None
+        link_local = next((address for address in internal if is_link_local(address) and ip_of(address) != literal), None)
+        if link_local is not None:
+            reason = (
+                f"{where}:{port} is a link-local or metadata address ({link_local}), reached only at a seed's own"
+                " literal address"
+            )
+            return Status.INTERNAL_ADDRESS, reason
         if self.admits(host, port):
             return None
         reason = f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"

@@ -161,6 +161,30 @@ def test_a_link_local_address_is_reached_only_as_a_seeds_own_site(tmp_path: Path
     assert check(ruled, "http://[2002:a9fe:a9fe::1]/") == Status.INTERNAL_ADDRESS
 
 
+def test_a_metadata_address_is_reached_only_at_a_seeds_literal_address(tmp_path: Path) -> None:
+    """Review of issue 91 point 1: a seed's name that resolved to a public address when the
+    source was saved and to 169.254.169.254 when crawled counted as a seed's own site, so the
+    metadata service was fetched; and metadata addresses that are not link-local (AWS's IPv6
+    fd00:ec2::254, Alibaba's 100.100.100.200) or spelt in an IPv6 form that carries the IPv4
+    address ([::169.254.169.254], NAT64's [64:ff9b::a9fe:a9fe]) passed as any site."""
+    named = guard(tmp_path, 'seeds = ["http://meta.corp.test/latest/"]\n')
+    refused = named.policy.refusal("meta.corp.test", 80, ["169.254.169.254"])
+    assert refused is not None and refused[0] == Status.INTERNAL_ADDRESS and "metadata" in refused[1]
+    assert named.policy.refusal("meta.corp.test", 80, ["10.0.0.5"]) is None  # a seed's site on a private address
+    for seed, address in [
+        ("http://[fd00:ec2::254]/latest/", "fd00:ec2::254"),
+        ("http://100.100.100.200/latest/", "100.100.100.200"),
+        ("http://168.63.129.16/machine/", "168.63.129.16"),
+    ]:
+        ruled = guard(tmp_path, f'seeds = ["http://intranet.corp.test/"]\ndomains = {{ include = ["corp.test"] }}\n')
+        assert ruled.policy.refusal("meta.corp.test", 80, [address]) is not None, address
+        assert check(ruled, seed) == Status.INTERNAL_ADDRESS, seed
+        assert check(guard(tmp_path, f'seeds = ["{seed}"]\n'), seed) is None, seed  # the source file names it
+    ruled = guard(tmp_path, 'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test", "169.254.169.254"] }\n')
+    for spelling in ["[::169.254.169.254]", "[64:ff9b::a9fe:a9fe]", "[::ffff:0:169.254.169.254]"]:
+        assert check(ruled, f"http://{spelling}/latest/") == Status.INTERNAL_ADDRESS, spelling
+
+
 def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The crawl's resolver checks what an admitted name connects to; the rendering browser
     resolves names itself, so for it an admitted name is looked up before it may load it (a
