@@ -46,7 +46,7 @@ OWN_SERVICE_SETTINGS = (
 def own_services(get: Callable[[str], Any]) -> list[OwnService]:
     """The services the settings name (``get``: a settings object's get), as host, port (and a
     path for an address behind a proxy)."""
-    found = [OwnService.of_url("a node of Solr", url) for url in str(get("SOLR_URL") or "").split(",")]
+    found: list[OwnService | None] = list(solr_nodes(get))
     found.append(OwnService.of_url("Tika", str(get("SEARCHCRAWL_TIKA_URL") or "")))
     found.append(_listening("the web application", get("SEARCHCRAWL_WEB_HOST"), get("SEARCHCRAWL_WEB_PORT")))
     for name in ("SEARCHCRAWL_WEB_PUBLIC_URL", "SEARCHCRAWL_NOTIFY_BASE_URL"):
@@ -62,6 +62,12 @@ def own_services(get: Callable[[str], Any]) -> list[OwnService]:
     found.append(_listening("a crawl's metrics endpoint", get("SEARCHCRAWL_METRICS_ADDRESS"), get("SEARCHCRAWL_METRICS_PORT")))
     found.append(OwnService.of_url("scrapyd", str(get("SEARCHCRAWL_SCRAPYD_URL") or "")))
     return [service for service in found if service is not None]
+
+
+def solr_nodes(get: Callable[[str], Any]) -> list[OwnService]:
+    """The nodes ``SOLR_URL`` names (``get``: a settings object's get)."""
+    found = [OwnService.of_url("a node of Solr", url) for url in str(get("SOLR_URL") or "").split(",")]
+    return [node for node in found if node is not None]
 
 
 def own_service_environ(get: Callable[[str], Any], web_host: str, web_port: int) -> dict[str, str]:
@@ -127,20 +133,36 @@ def own_services_of(get: Callable[[str], Any]) -> OwnServices:
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes
 
+LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
-def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> tuple[list[OwnService], dict[str, list[str]]]:
+
+def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | None:
     """A SolrCloud's live nodes (its cluster state's, through any node of ``solr_url``), with
     their names' addresses: the nodes SOLR_URL does not name are the installation's too. A
-    standalone Solr, or none answering: none (SOLR_URL's own nodes are refused all the same)."""
+    standalone Solr (it says it is not a SolrCloud): none. None when they cannot be learnt (the
+    cluster state refused, 401 or 403, timed out, no node answering, an answer without them):
+    SOLR_URL may be a SolrCloud whose other nodes are unknown, and the caller fails closed."""
     index = SolrIndex(solr_url, timeout=LIVE_NODES_TIMEOUT, auth=auth)
     try:
         answer = index.request("get", "admin/collections?action=CLUSTERSTATUS&wt=json", "did not name its live nodes", node=True)
-        live = json.loads(answer).get("cluster", {}).get("live_nodes") or []
-    except (IndexingError, ValueError, AttributeError) as exc:
-        logger.debug("No SolrCloud live nodes learnt (a standalone Solr, or none answers): %s", exc)
-        return [], {}
+        live = json.loads(answer)["cluster"]["live_nodes"]
+    except IndexingError as exc:
+        if is_standalone(exc):
+            logger.debug("A standalone Solr: no SolrCloud live nodes to learn")
+            return [], {}
+        logger.debug("No SolrCloud live nodes learnt: %s", exc)
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.debug("No SolrCloud live nodes in the cluster state: %r", exc)
+        return None
     scheme = urlsplit(solr_url.split(",")[0]).scheme or "http"
     nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{str(node).split('_', 1)[0]}/") for node in live]
     services = [node for node in nodes if node is not None]
     logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
     return services, addresses_of(node.host for node in services)
+
+
+def is_standalone(error: IndexingError) -> bool:
+    """Whether Solr refused the cluster state because it is no SolrCloud (its collections API
+    answers 400 "Solr instance is not running in SolrCloud mode")."""
+    return error.refused and error.status == 400 and "solrcloud mode" in error.reason.lower()

@@ -44,9 +44,7 @@ SAFE_SCHEMES = frozenset({"http", "https"})
 # but :: and ::1 are IPv6's own), SIIT's IPv4-translated (::ffff:0:0:0/96) and NAT64's well-known
 # and local-use prefixes (64:ff9b::/96, 64:ff9b:1::/48), which a translator on the path sends to
 # that IPv4 address
-_CARRIES_IPV4 = tuple(
-    ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
-)
+_CARRIES_IPV4 = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48"))
 
 
 def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -189,14 +187,32 @@ class OwnServices:
         self.by_name: dict[tuple[str, int], list[OwnService]] = {}
         self.by_address: dict[tuple[str, int], OwnService] = {}
         self.local_ports: dict[int, OwnService] = {}
+        # a SolrCloud whose live nodes cannot be learnt now: any internal address on one of these
+        # ports may be one of its nodes (``nodes_unknown``)
+        self.unknown_nodes: dict[int, OwnService] = {}
         self.add(services, addresses)
+
+    def nodes_unknown(self, nodes: Iterable[OwnService]) -> None:
+        """A SolrCloud's live nodes cannot be learnt (its cluster state refused, timed out): fail
+        closed, every internal address on the port of one of ``nodes`` (SOLR_URL's) may be one."""
+        self.unknown_nodes = {
+            node.port: OwnService("maybe a node of Solr (its cluster's live nodes are unknown)", node.host, node.port)
+            for node in nodes
+        }
+
+    def nodes_known(self) -> None:
+        """The live nodes are learnt again (``add``): the internal addresses on their ports are sites."""
+        self.unknown_nodes = {}
 
     def add(self, services: Iterable[OwnService], addresses: Mapping[str, Iterable[str]] | None = None) -> None:
         """More services (a SolrCloud's live nodes, learnt once the crawl asked), with the
         addresses their names resolved to."""
         for service in services:
             host = normalize_host(service.host)
-            self.by_name.setdefault((host, service.port), []).append(service)
+            named = self.by_name.setdefault((host, service.port), [])
+            if service in named:
+                continue  # a live node learnt again
+            named.append(service)
             if service.path:
                 continue  # behind a proxy: its addresses are the proxy's
             found = [_address(host), *(_address(address) for address in (addresses or {}).get(service.host, ()))]
@@ -227,6 +243,8 @@ class OwnServices:
                 found = self.local_ports.get(port)
             if found is not None:
                 return found
+        if port in self.unknown_nodes and any(map(is_internal_address, [host, *addresses])):
+            return self.unknown_nodes[port]
         return None
 
     def refusal(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> str | None:
@@ -287,8 +305,7 @@ class AddressPolicy:
         link_local = next((address for address in internal if is_link_local(address) and ip_of(address) != literal), None)
         if link_local is not None:
             reason = (
-                f"{where}:{port} is a link-local or metadata address ({link_local}), reached only at a seed's own"
-                " literal address"
+                f"{where}:{port} is a link-local or metadata address ({link_local}), reached only at a seed's own literal address"
             )
             return Status.INTERNAL_ADDRESS, reason
         if self.admits(host, port):

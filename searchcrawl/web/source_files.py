@@ -139,7 +139,11 @@ def guarded_change(saved: str, edited: str, local_seeds: bool = False) -> str:
             keys=", ".join(changed),
         )
     old_seeds = {str(seed) for seed in _listed(old, "seeds")}
-    local = [str(seed) for seed in _listed(new, "seeds") if str(seed) not in old_seeds and str(seed).strip().lower().startswith("file:")]
+    local = [
+        str(seed)
+        for seed in _listed(new, "seeds")
+        if str(seed) not in old_seeds and str(seed).strip().lower().startswith("file:")
+    ]
     if local:
         return _(
             "seeds: %(seed)s reads this server's files: add file: seeds in the source file on the server",

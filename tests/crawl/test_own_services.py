@@ -9,7 +9,16 @@ import socket
 import struct
 
 from searchcrawl import settings as project_settings
-from searchcrawl.crawl.own_services import OWN_SERVICE_SETTINGS, on_this_machine, own_service_environ, own_services, own_services_of
+from searchcrawl.crawl.own_services import (
+    OWN_SERVICE_SETTINGS,
+    is_standalone,
+    live_solr_nodes,
+    on_this_machine,
+    own_service_environ,
+    own_services,
+    own_services_of,
+)
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.addresses import OwnService
 
 
@@ -102,3 +111,15 @@ def test_every_interface_address_is_this_machines_not_only_what_its_name_resolve
         for other in ["127.0.0.1", "localhost", "::1", "127.0.0.2", *addresses]:
             assert by_address.at(other, 8983) is not None, (address, other)
         assert by_address.at("203.0.113.9", 8983) is None
+
+
+def test_a_solr_that_does_not_name_its_live_nodes_is_not_taken_for_a_standalone_one() -> None:
+    """Issue 91 review: a cluster state that was refused (403) or did not answer counted as "no
+    live nodes" and the crawl went on unguarded. Only Solr's own answer that it is no SolrCloud
+    is a standalone Solr; anything else is unknown (None: the crawl fails closed)."""
+    assert live_solr_nodes("http://127.0.0.1:9/solr/unit", None) is None  # nothing listens there
+    standalone = IndexingError("no", refused=True, status=400, reason="Solr instance is not running in SolrCloud mode.")
+    assert is_standalone(standalone)
+    assert not is_standalone(IndexingError("no", refused=True, status=403, reason="Unauthorized request, Response code: 403"))
+    assert not is_standalone(IndexingError("no", status=None, reason="http://solr.test:8983/solr: timed out"))
+    assert not is_standalone(IndexingError("no", refused=True, status=400, reason="unknown action"))
