@@ -1,9 +1,10 @@
 """The installation's own services, read from its settings, with the addresses they answer at:
 what no crawl requests, whatever its source says (searchcrawl/rules/addresses.py ``OwnServices``;
-docs/security.md, "The installation's own services").
+docs/rules.md, "Hostile sites").
 
 The settings that name them are ``OWN_SERVICE_SETTINGS``: every node of ``SOLR_URL`` (and, on a
-SolrCloud, every live node its cluster state names, learnt when the crawl starts), Tika, the web
+SolrCloud, every live node its cluster state names, learnt when the crawl starts and every
+SEARCHCRAWL_SOLR_NODES_REFRESH seconds after: ``live_solr_nodes``), Tika, the web
 application (where it listens, and its public addresses behind a proxy), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
 once, when the crawl starts; whether an address is this machine's own (a service on this
