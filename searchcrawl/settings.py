@@ -49,6 +49,7 @@ SEARCHCRAWL_SOLR_TIMEOUT = 60  # seconds per Solr request
 SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon after a push
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
 SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
+SEARCHCRAWL_SOLR_NODES_REFRESH = 60  # seconds between two readings of a SolrCloud's live nodes (0: once)
 
 # --- Conversion of PDF, office and other files ---------------------------------------------------
 # An Apache Tika server converts them when this is set (`scrapy tika start` starts one and prints

@@ -1,13 +1,14 @@
 """The installation's own services, read from its settings, with the addresses they answer at:
 what no crawl requests, whatever its source says (searchcrawl/rules/addresses.py ``OwnServices``;
-docs/security.md, "The installation's own services").
+docs/rules.md, "Hostile sites").
 
 The settings that name them are ``OWN_SERVICE_SETTINGS``: every node of ``SOLR_URL`` (and, on a
-SolrCloud, every live node its cluster state names, learnt when the crawl starts), Tika, the web
+SolrCloud, every live node its cluster state names, learnt when the crawl starts and every
+SEARCHCRAWL_SOLR_NODES_REFRESH seconds after: ``live_solr_nodes``), Tika, the web
 application (where it listens, and its public addresses behind a proxy), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
-once, when the crawl starts, as are this machine's own addresses (a service on this machine
-answers at each of them).
+once, when the crawl starts; whether an address is this machine's own (a service on this
+machine answers at each of them) is asked at each check (``on_this_machine``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ OWN_SERVICE_SETTINGS = (
 def own_services(get: Callable[[str], Any]) -> list[OwnService]:
     """The services the settings name (``get``: a settings object's get), as host, port (and a
     path for an address behind a proxy)."""
-    found = [OwnService.of_url("a node of Solr", url) for url in str(get("SOLR_URL") or "").split(",")]
+    found: list[OwnService | None] = list(solr_nodes(get))
     found.append(OwnService.of_url("Tika", str(get("SEARCHCRAWL_TIKA_URL") or "")))
     found.append(_listening("the web application", get("SEARCHCRAWL_WEB_HOST"), get("SEARCHCRAWL_WEB_PORT")))
     for name in ("SEARCHCRAWL_WEB_PUBLIC_URL", "SEARCHCRAWL_NOTIFY_BASE_URL"):
@@ -62,6 +63,12 @@ def own_services(get: Callable[[str], Any]) -> list[OwnService]:
     found.append(_listening("a crawl's metrics endpoint", get("SEARCHCRAWL_METRICS_ADDRESS"), get("SEARCHCRAWL_METRICS_PORT")))
     found.append(OwnService.of_url("scrapyd", str(get("SEARCHCRAWL_SCRAPYD_URL") or "")))
     return [service for service in found if service is not None]
+
+
+def solr_nodes(get: Callable[[str], Any]) -> list[OwnService]:
+    """The nodes ``SOLR_URL`` names (``get``: a settings object's get)."""
+    found = [OwnService.of_url("a node of Solr", url) for url in str(get("SOLR_URL") or "").split(",")]
+    return [node for node in found if node is not None]
 
 
 def own_service_environ(get: Callable[[str], Any], web_host: str, web_port: int) -> dict[str, str]:
@@ -99,34 +106,64 @@ def addresses_of(hosts: Iterable[str]) -> dict[str, list[str]]:
     return found
 
 
-def machine_addresses() -> list[str]:
-    """This machine's own addresses, as its host name resolves (a service listening on every
-    interface answers at each)."""
-    return addresses_of([socket.gethostname()]).get(socket.gethostname(), [])
+def on_this_machine(address: str) -> bool:
+    """Whether ``address`` is one of this machine's own (a service listening on every interface
+    answers there): a socket can be bound to it. Asked at each check, without traffic, since
+    what the host name resolves to is not every interface (eth0, docker0, a VPN), and
+    interfaces come and go. A kernel that binds any address (``ip_nonlocal_bind``) makes every
+    address this machine's: the services' ports are then refused everywhere (fail closed)."""
+    ip = ip_of(address)
+    if ip is None or ip.is_multicast:
+        return False
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    try:
+        with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((str(ip), 0))
+    except OSError:
+        return False
+    return True
 
 
 def own_services_of(get: Callable[[str], Any]) -> OwnServices:
-    """The installation's services (``own_services``) with their names' addresses and this machine's."""
+    """The installation's services (``own_services``) with their names' addresses, and how this
+    machine's own addresses are told (``on_this_machine``)."""
     services = own_services(get)
-    return OwnServices(services, addresses_of(service.host for service in services), machine_addresses())
+    return OwnServices(services, addresses_of(service.host for service in services), on_this_machine)
 
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes
 
+LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
-def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> tuple[list[OwnService], dict[str, list[str]]]:
+
+def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | None:
     """A SolrCloud's live nodes (its cluster state's, through any node of ``solr_url``), with
     their names' addresses: the nodes SOLR_URL does not name are the installation's too. A
-    standalone Solr, or none answering: none (SOLR_URL's own nodes are refused all the same)."""
+    standalone Solr (it says it is not a SolrCloud): none. None when they cannot be learnt (the
+    cluster state refused, 401 or 403, timed out, no node answering, an answer without them):
+    SOLR_URL may be a SolrCloud whose other nodes are unknown, and the caller fails closed."""
     index = SolrIndex(solr_url, timeout=LIVE_NODES_TIMEOUT, auth=auth)
     try:
         answer = index.request("get", "admin/collections?action=CLUSTERSTATUS&wt=json", "did not name its live nodes", node=True)
-        live = json.loads(answer).get("cluster", {}).get("live_nodes") or []
-    except (IndexingError, ValueError, AttributeError) as exc:
-        logger.debug("No SolrCloud live nodes learnt (a standalone Solr, or none answers): %s", exc)
-        return [], {}
+        live = json.loads(answer)["cluster"]["live_nodes"]
+    except IndexingError as exc:
+        if is_standalone(exc):
+            logger.debug("A standalone Solr: no SolrCloud live nodes to learn")
+            return [], {}
+        logger.debug("No SolrCloud live nodes learnt: %s", exc)
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.debug("No SolrCloud live nodes in the cluster state: %r", exc)
+        return None
     scheme = urlsplit(solr_url.split(",")[0]).scheme or "http"
     nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{str(node).split('_', 1)[0]}/") for node in live]
     services = [node for node in nodes if node is not None]
     logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
     return services, addresses_of(node.host for node in services)
+
+
+def is_standalone(error: IndexingError) -> bool:
+    """Whether Solr refused the cluster state because it is no SolrCloud (its collections API
+    answers 400 "Solr instance is not running in SolrCloud mode")."""
+    return error.refused and error.status == 400 and "solrcloud mode" in error.reason.lower()

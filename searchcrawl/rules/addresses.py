@@ -9,7 +9,8 @@ made only when the source's domain rules *and* port rules admit that host and po
 a seed's host and port (what the admin wrote is trusted). Domain rules admit internal addresses
 by a suffix ``include`` rule only, never by ``include_prefix`` (``intranet.`` matches
 ``intranet.attacker.test`` too, a name anyone can point at 169.254.169.254), and a link-local
-address (a cloud's metadata service) is reached only as a seed's own site. Public addresses are not restricted
+address (a cloud's metadata service, ``METADATA_ADDRESSES`` included) is reached only where a seed
+is that literal address. Public addresses are not restricted
 here: the boundary and the redirect policy decide about them.
 
 The rule is applied to the address actually connected to: the crawl's DNS resolver
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -39,17 +40,27 @@ from searchcrawl.rules.status_codes import Status
 SAFE_SCHEMES = frozenset({"http", "https"})
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address a packet reaches: IPv4-compatible (::/96,
+# but :: and ::1 are IPv6's own), SIIT's IPv4-translated (::ffff:0:0:0/96) and NAT64's well-known
+# and local-use prefixes (64:ff9b::/96, 64:ff9b:1::/48), which a translator on the path sends to
+# that IPv4 address
+_CARRIES_IPV4 = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48"))
+
+
 def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The IP address ``host`` is a literal of (brackets, zone ids and IPv4-mapped forms
-    unwrapped), or None for a name."""
+    """The IP address ``host`` is a literal of (brackets, zone ids and the IPv6 forms that carry
+    an IPv4 address unwrapped), or None for a name."""
     try:
         ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
     except ValueError:
         return None
     if isinstance(ip, ipaddress.IPv6Address):
-        # the IPv4 address an IPv6 form carries: mapped (::ffff:127.0.0.1) or 6to4 (2002:7f00:1::,
-        # which a 6to4 relay routes to 127.0.0.1)
+        # the IPv4 address an IPv6 form carries: mapped (::ffff:127.0.0.1), 6to4 (2002:7f00:1::,
+        # which a 6to4 relay routes to 127.0.0.1), or one of _CARRIES_IPV4 ([::127.0.0.1],
+        # [64:ff9b::7f00:1])
         embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and int(ip) > 1 and any(ip in prefix for prefix in _CARRIES_IPV4):
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return embedded
     return ip
@@ -70,17 +81,36 @@ def is_loopback(host: str) -> bool:
     return ip is not None and ip.is_loopback
 
 
+# Cloud metadata services (instance credentials, user data) at addresses that are not all
+# link-local: AWS's IPv4 and IPv6 instance metadata, its container credentials and time
+# service, Alibaba Cloud's, Azure's wire server, Oracle Cloud's. Treated as link-local everywhere
+# (``is_link_local``): reached only at a seed's literal address, never added in the browser.
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(address)
+    for address in (
+        "169.254.169.254",
+        "169.254.170.2",
+        "169.254.169.123",
+        "fd00:ec2::254",
+        "fd00:ec2::123",
+        "100.100.100.200",
+        "168.63.129.16",
+        "192.0.0.192",
+    )
+)
+
+
 def is_link_local(address: str) -> bool:
-    """169.254.0.0/16 or fe80::/10: where cloud metadata services answer (169.254.169.254)."""
+    """169.254.0.0/16, fe80::/10 or a cloud's metadata address (``METADATA_ADDRESSES``)."""
     ip = ip_of(address)
-    return ip is not None and ip.is_link_local
+    return ip is not None and (ip.is_link_local or ip in METADATA_ADDRESSES)
 
 
 def is_local_or_link_local(address: str) -> bool:
     """Loopback, unspecified (0.0.0.0 and :: connect to this machine) or link-local (a cloud's
     metadata service): where a new seed shows this machine's services, not a site."""
     ip = ip_of(address)
-    return ip is not None and (ip.is_loopback or ip.is_unspecified or ip.is_link_local)
+    return ip is not None and (ip.is_loopback or ip.is_unspecified or is_link_local(address))
 
 
 def is_internal_address(address: str) -> bool:
@@ -90,7 +120,8 @@ def is_internal_address(address: str) -> bool:
     if ip is None:
         return False
     return (
-        ip.is_loopback
+        ip in METADATA_ADDRESSES
+        or ip.is_loopback
         or ip.is_private
         or ip.is_link_local
         or ip.is_unspecified
@@ -140,28 +171,48 @@ class OwnServices:
 
     A service is met by its name and port (``solr.corp:8983``), by any address its name resolved
     to at the crawl's start (``addresses``) on its port, and, when it runs on this machine (a
-    loopback or unspecified address, or one of ``machine``, this machine's own addresses), on its
+    loopback or unspecified address, or one ``machine`` says is this machine's own), on its
     port at every address of this machine: a service listening on 0.0.0.0:8983 answers
-    127.0.0.2:8983 and [::1]:8983 too. Another port of the same host is not a service's."""
+    127.0.0.2:8983, [::1]:8983 and the LAN address's 8983 too. ``machine`` is asked at each
+    check (searchcrawl/crawl/own_services.py ``on_this_machine``: interfaces come and go); this
+    module does no I/O. Another port of the same host is not a service's."""
 
     def __init__(
         self,
         services: Iterable[OwnService] = (),
         addresses: Mapping[str, Iterable[str]] | None = None,
-        machine: Iterable[str] = (),
+        machine: Callable[[str], bool] = lambda address: False,
     ) -> None:
-        self.machine: set[str] = {address for address in map(_address, machine) if address}
+        self.machine = machine
         self.by_name: dict[tuple[str, int], list[OwnService]] = {}
         self.by_address: dict[tuple[str, int], OwnService] = {}
         self.local_ports: dict[int, OwnService] = {}
+        # a SolrCloud whose live nodes cannot be learnt now: any internal address on one of these
+        # ports may be one of its nodes (``nodes_unknown``)
+        self.unknown_nodes: dict[int, OwnService] = {}
         self.add(services, addresses)
+
+    def nodes_unknown(self, nodes: Iterable[OwnService]) -> None:
+        """A SolrCloud's live nodes cannot be learnt (its cluster state refused, timed out): fail
+        closed, every internal address on the port of one of ``nodes`` (SOLR_URL's) may be one."""
+        self.unknown_nodes = {
+            node.port: OwnService("maybe a node of Solr (its cluster's live nodes are unknown)", node.host, node.port)
+            for node in nodes
+        }
+
+    def nodes_known(self) -> None:
+        """The live nodes are learnt again (``add``): the internal addresses on their ports are sites."""
+        self.unknown_nodes = {}
 
     def add(self, services: Iterable[OwnService], addresses: Mapping[str, Iterable[str]] | None = None) -> None:
         """More services (a SolrCloud's live nodes, learnt once the crawl asked), with the
         addresses their names resolved to."""
         for service in services:
             host = normalize_host(service.host)
-            self.by_name.setdefault((host, service.port), []).append(service)
+            named = self.by_name.setdefault((host, service.port), [])
+            if service in named:
+                continue  # a live node learnt again
+            named.append(service)
             if service.path:
                 continue  # behind a proxy: its addresses are the proxy's
             found = [_address(host), *(_address(address) for address in (addresses or {}).get(service.host, ()))]
@@ -174,7 +225,7 @@ class OwnServices:
 
     def _on_this_machine(self, address: str) -> bool:
         ip = ipaddress.ip_address(address)
-        return ip.is_loopback or ip.is_unspecified or address in self.machine
+        return ip.is_loopback or ip.is_unspecified or self.machine(address)
 
     def at(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> OwnService | None:
         """The service ``host:port`` (at ``path``; connected to at ``addresses``) is, or None."""
@@ -188,10 +239,12 @@ class OwnServices:
             return self.local_ports[port]
         for address in filter(None, [_address(host), *map(_address, addresses)]):
             found = self.by_address.get((address, port))
-            if found is None and self._on_this_machine(address):
+            if found is None and port in self.local_ports and self._on_this_machine(address):
                 found = self.local_ports.get(port)
             if found is not None:
                 return found
+        if port in self.unknown_nodes and any(map(is_internal_address, [host, *addresses])):
+            return self.unknown_nodes[port]
         return None
 
     def refusal(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> str | None:
@@ -236,8 +289,10 @@ class AddressPolicy:
 
         One of the installation's own services never (status 944). Every address must be
         allowed: a name that resolves to a public and an internal address could be connected
-        to the internal one. A link-local address (a cloud's metadata service) only for a seed's
-        own site: a domain rule is not enough."""
+        to the internal one. A link-local address (a cloud's metadata service,
+        ``METADATA_ADDRESSES`` included) only where a seed is that literal address and port: a
+        domain rule is not enough, nor a seed's name, which may resolve to a public address when
+        the source is saved and to 169.254.169.254 when it is crawled."""
         addresses = list(addresses)
         own = self.own.refusal(host, port, addresses=addresses)
         if own is not None:
@@ -246,11 +301,13 @@ class AddressPolicy:
         if not internal:
             return None
         where = normalize_host(host)
-        if (where, port) not in self.seed_sites:
-            link_local = next((address for address in internal if is_link_local(address)), None)
-            if link_local is not None:
-                reason = f"{where}:{port} is a link-local address ({link_local}), reached only as a seed's own site"
-                return Status.INTERNAL_ADDRESS, reason
+        literal = ip_of(where) if (where, port) in self.seed_sites else None
+        link_local = next((address for address in internal if is_link_local(address) and ip_of(address) != literal), None)
+        if link_local is not None:
+            reason = (
+                f"{where}:{port} is a link-local or metadata address ({link_local}), reached only at a seed's own literal address"
+            )
+            return Status.INTERNAL_ADDRESS, reason
         if self.admits(host, port):
             return None
         reason = f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"

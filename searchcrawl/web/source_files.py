@@ -124,8 +124,9 @@ def guarded_change(saved: str, edited: str, local_seeds: bool = False) -> str:
     """Why ``edited`` may not be saved from the browser ("" when it may): a GUARDED_KEYS value
     added, removed or changed from the ``saved`` text (""), or a seed that the saved text does
     not have of this server's files (``file:``), or, unless ``local_seeds``
-    (SEARCHCRAWL_WEB_LOCAL_SEEDS), on a loopback or link-local address (``local_seed``). Read as
-    TOML: a text that is none is the loader's to refuse."""
+    (SEARCHCRAWL_WEB_LOCAL_SEEDS), a host that a key admitting hosts newly names
+    (``admitted_hosts``) on a loopback or link-local address (``local_host``). Read as TOML: a
+    text that is none is the loader's to refuse."""
     try:
         old, new = tomllib.loads(saved) if saved else {}, tomllib.loads(edited)
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -137,36 +138,64 @@ def guarded_change(saved: str, edited: str, local_seeds: bool = False) -> str:
             " or send secrets, and are changed in the source file on the server",
             keys=", ".join(changed),
         )
-    old_seeds = {str(seed) for seed in old.get("seeds", []) or []} if isinstance(old.get("seeds"), list) else set()
-    seeds = new.get("seeds", []) if isinstance(new.get("seeds"), list) else []
-    added = [str(seed) for seed in seeds if str(seed) not in old_seeds]
-    local = [seed for seed in added if seed.strip().lower().startswith("file:")]
+    old_seeds = {str(seed) for seed in _listed(old, "seeds")}
+    local = [
+        str(seed)
+        for seed in _listed(new, "seeds")
+        if str(seed) not in old_seeds and str(seed).strip().lower().startswith("file:")
+    ]
     if local:
         return _(
             "seeds: %(seed)s reads this server's files: add file: seeds in the source file on the server",
             seed=repr(local[0][:100]),
         )
-    for seed in added if not local_seeds else []:
-        address = local_seed(seed)
+    before = set(admitted_hosts(old))
+    for key, host, value in admitted_hosts(new) if not local_seeds else []:
+        address = local_host(host) if (key, host, value) not in before else None
         if address is not None:
             return _(
-                "seeds: %(seed)s is on a loopback or link-local address (%(address)s), where this server's own services"
-                " and a cloud's metadata answer: add it in the source file on the server, or allow such seeds with"
+                "%(key)s: %(value)s is on a loopback or link-local address (%(address)s), where this server's own services"
+                " and a cloud's metadata answer: add it in the source file on the server, or allow such hosts with"
                 " SEARCHCRAWL_WEB_LOCAL_SEEDS",
-                seed=repr(seed[:100]),
+                key=key,
+                value=repr(value[:100]),
                 address=address,
             )
     return ""
 
 
-def local_seed(seed: str) -> str | None:
-    """The loopback or link-local address ``seed``'s host is, or resolves to now (``localhost``
-    and its subdomains without asking), or None: a name that does not resolve is the crawl's
-    address guard's to refuse."""
+def _listed(data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _host_of(url: str) -> str:
     try:
-        host = urlsplit(seed.strip()).hostname or ""
+        return urlsplit(url.strip()).hostname or ""
     except ValueError:
-        return None  # not a URL: the loader's to refuse
+        return ""  # not a URL: the loader's to refuse
+
+
+def admitted_hosts(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, host, what the key says) for every host a source file's keys admit: its seeds' and
+    sitemaps' hosts, its ``[domains] include`` entries, and each ``[ports]`` rule's host (``*``:
+    every host the others name), the rule's text included, so that a rule changed is a new one."""
+    found = [(key, _host_of(str(url)), str(url)) for key in ("seeds", "sitemaps") for url in _listed(data, key)]
+    domains = data.get("domains")
+    found += [("domains", str(entry), str(entry)) for entry in _listed(domains if isinstance(domains, dict) else {}, "include")]
+    ports = data.get("ports")
+    named = sorted({host for _key, host, _value in found if host})
+    for host, rule in (ports if isinstance(ports, dict) else {}).items():
+        for each in named if str(host).strip() == "*" else [str(host)]:
+            found.append(("ports", each, f"{each} {rule}"))
+    return found
+
+
+def local_host(host: str) -> str | None:
+    """The loopback or link-local address ``host`` is, or resolves to now (``localhost`` and its
+    subdomains without asking), or None: a name that does not resolve is the crawl's address
+    guard's to refuse."""
+    host = host.strip()
     if is_localhost_name(host):
         return host
     addresses = [host] if ip_of(host) is not None else addresses_of([host]).get(host, [])

@@ -4,8 +4,21 @@ servers, the crawl's metrics endpoint and scrapyd; nothing for a setting that is
 
 from __future__ import annotations
 
+import fcntl
+import socket
+import struct
+
 from searchcrawl import settings as project_settings
-from searchcrawl.crawl.own_services import OWN_SERVICE_SETTINGS, own_service_environ, own_services
+from searchcrawl.crawl.own_services import (
+    OWN_SERVICE_SETTINGS,
+    is_standalone,
+    live_solr_nodes,
+    on_this_machine,
+    own_service_environ,
+    own_services,
+    own_services_of,
+)
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.addresses import OwnService
 
 
@@ -63,3 +76,50 @@ def test_the_crawls_scrapy_web_starts_are_told_its_services_and_its_own_address(
         "SEARCHCRAWL_WEB_PORT": "9000",
     }
     assert OwnService("the web application", "::", 9000) in own_services(environ.get)
+
+
+def interface_addresses() -> list[str]:
+    """This machine's IPv4 interface addresses (SIOCGIFADDR), loopback's included: no traffic."""
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _index, name in socket.if_nameindex():
+            try:
+                answer = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue  # an interface without an IPv4 address
+            found.append(socket.inet_ntoa(answer[20:24]))
+    return found
+
+
+def test_every_interface_address_is_this_machines_not_only_what_its_name_resolves_to() -> None:
+    """Review of issue 91 point 1: "this machine" was the addresses gethostname() resolves to
+    (127.0.0.1 here, while eth0 has another): with SOLR_URL on localhost, Solr was crawled at the
+    eth0 address's 8983; with SOLR_URL on the eth0 address, at 127.0.0.1:8983 and [::1]:8983.
+    Deciding needs no traffic: an address a socket can be bound to is this machine's."""
+    addresses = interface_addresses()
+    assert "127.0.0.1" in addresses
+    for address in [*addresses, "127.0.0.2", "::1", "0.0.0.0", "::"]:
+        assert on_this_machine(address), address
+    for address in ["203.0.113.9", "2001:db8::9", "224.0.0.1", "solr.test"]:
+        assert not on_this_machine(address), address
+    for address in addresses:
+        by_name = own_services_of({"SOLR_URL": "http://localhost:8983/solr"}.get)
+        assert by_name.at(address, 8983) is not None, address
+        assert by_name.at(address, 8984) is None, address  # a site beside Solr
+        host = f"[{address}]" if ":" in address else address
+        by_address = own_services_of({"SOLR_URL": f"http://{host}:8983/solr"}.get)
+        for other in ["127.0.0.1", "localhost", "::1", "127.0.0.2", *addresses]:
+            assert by_address.at(other, 8983) is not None, (address, other)
+        assert by_address.at("203.0.113.9", 8983) is None
+
+
+def test_a_solr_that_does_not_name_its_live_nodes_is_not_taken_for_a_standalone_one() -> None:
+    """Issue 91 review: a cluster state that was refused (403) or did not answer counted as "no
+    live nodes" and the crawl went on unguarded. Only Solr's own answer that it is no SolrCloud
+    is a standalone Solr; anything else is unknown (None: the crawl fails closed)."""
+    assert live_solr_nodes("http://127.0.0.1:9/solr/unit", None) is None  # nothing listens there
+    standalone = IndexingError("no", refused=True, status=400, reason="Solr instance is not running in SolrCloud mode.")
+    assert is_standalone(standalone)
+    assert not is_standalone(IndexingError("no", refused=True, status=403, reason="Unauthorized request, Response code: 403"))
+    assert not is_standalone(IndexingError("no", status=None, reason="http://solr.test:8983/solr: timed out"))
+    assert not is_standalone(IndexingError("no", refused=True, status=400, reason="unknown action"))

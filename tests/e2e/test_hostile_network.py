@@ -346,6 +346,46 @@ def test_the_rendering_browser_loads_nothing_internal(project, serve, tmp_path, 
     assert CANARY not in str(docs)
 
 
+def test_a_rendered_pages_service_worker_loads_nothing(project, serve, tmp_path, solr) -> None:
+    """Issue 91 review: a service worker's requests do not pass scrapy-playwright's page routing,
+    so a page's worker loaded what the guard refuses the page. Here the worker asks one of the
+    installation's own services (its answers' model server, on another port of 127.0.0.1, which
+    allows any origin) and hands the answer to the page; rendered contexts block service workers,
+    so nothing reaches it (measured without the block: the worker's request arrived)."""
+    root, own_root = tmp_path / "site", tmp_path / "own"
+    root.mkdir(), own_root.mkdir()
+    site = serve(root)
+    own = serve(own_root)
+    own.responses["/v1/secret"] = html(page(CANARY), **{"Access-Control-Allow-Origin": "*"})
+    site.responses["/sw.js"] = (
+        200,
+        {"Content-Type": "application/javascript"},
+        (
+            "self.addEventListener('install', e => self.skipWaiting());"
+            "self.addEventListener('activate', e => e.waitUntil("
+            f"fetch('{own.url}v1/secret').then(r => r.text()).then(t => "
+            "self.clients.matchAll({includeUncontrolled: true, type: 'window'}))"
+            ".then(cs => cs.forEach(c => c.postMessage('worker:' + cs.length)))));"
+        ).encode(),
+    )
+    site.responses["/index.html"] = html(
+        b"<html><head><title>worker</title></head><body><p id=out>rendered page text</p><script>"
+        b"var out = document.getElementById('out');"
+        b"navigator.serviceWorker.addEventListener('message', e => { out.textContent += ' ' + e.data; });"
+        b"navigator.serviceWorker.register('/sw.js').then(() => { out.textContent += ' registered'; })"
+        b".catch(() => { out.textContent += ' no worker'; });"
+        b"</script></body></html>"
+    )
+    name = f"worker-{uuid.uuid4().hex[:8]}"
+    source = f'seeds = ["{site.url}index.html"]\nrender_js = true\nrender_wait = "networkidle"\nrender_delay_ms = 3000\n'
+    result = crawl(project, name, source, "-s", f"SEARCHCRAWL_ANSWERS_URL={own.url}v1", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert own.requests == []
+    docs = solr_docs(solr, name)
+    assert [doc["url"] for doc in docs] == [f"{site.url}index.html"]
+    assert "rendered page text" in str(docs) and "worker:" not in str(docs)
+
+
 def test_what_a_response_really_is(project, serve, tmp_path, solr) -> None:
     """A PDF served as text/html is converted (magic bytes); binary garbage served as text is
     refused with 920; one invalid byte in a UTF-8 page does not turn it into mojibake."""

@@ -43,6 +43,8 @@ def test_a_source_never_crawls_the_installations_solr(project: Project, serve: A
     assert all("a node of Solr of this installation" in reason for reason in refused.values()), refused
     assert table.get(name, site.url + "to-solr")["status"] == 302  # followed by the policy; its target refused
     assert "is a node of Solr of this installation" in done.stderr  # the DEBUG line of each refusal
+    assert "A standalone Solr: no SolrCloud live nodes to learn" in done.stderr  # Solr's answer, read: not failing closed
+    assert "live nodes cannot be learnt" not in done.stderr
     assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "about.html"}
 
 

@@ -403,7 +403,9 @@ def test_a_crawl_never_requests_a_live_node_that_solr_url_does_not_name(cloud: L
     from tests.conftest import Project
 
     urls = cloud.create_collection("guarded", shards=1, replicas=2)
-    services, _addresses = live_solr_nodes(urls[0], None)
+    found = live_solr_nodes(urls[0], None)
+    assert found is not None
+    services, _addresses = found
     assert {f"http://{service.host}:{service.port}/solr" for service in services} == set(cloud.nodes)
     (tmp_path / "sources").mkdir()
     project = Project(tmp_path / "data", tmp_path / "sources", urls[0])

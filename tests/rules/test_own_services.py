@@ -5,8 +5,10 @@ is a site like any other (the project's tests crawl sites on 127.0.0.1 beside th
 
 from __future__ import annotations
 
+import ipaddress
+
 from searchcrawl.config.source import ScopeRules
-from searchcrawl.rules.addresses import AddressPolicy, OwnService, OwnServices
+from searchcrawl.rules.addresses import AddressPolicy, OwnService, OwnServices, ip_of
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.status_codes import Status
 
@@ -17,7 +19,7 @@ PUBLIC = OwnService.of_url("the web application", "https://intranet.corp.test/se
 
 def services() -> OwnServices:
     assert PUBLIC is not None
-    return OwnServices([SOLR, REMOTE, PUBLIC], {"tika.corp.test": ["10.0.0.9"]}, machine=["10.0.0.5"])
+    return OwnServices([SOLR, REMOTE, PUBLIC], {"tika.corp.test": ["10.0.0.9"]}, machine={"10.0.0.5"}.__contains__)
 
 
 def test_a_service_is_met_by_its_name_or_address_and_port_not_by_its_host_alone() -> None:
@@ -69,3 +71,15 @@ def test_the_policy_refuses_a_service_whatever_the_source_admits() -> None:
     site = AddressPolicy(Boundary(["http://127.0.0.1:8765/"], ScopeRules()), ["http://127.0.0.1:8765/"], services())
     assert site.refusal("127.0.0.1", 8765, ["127.0.0.1"]) is None  # a seed's site beside the services
     assert AddressPolicy(Boundary([seed], ScopeRules()), [seed]).refusal("127.0.0.1", 8983, ["127.0.0.1"]) is None
+
+
+def test_ipv6_forms_that_carry_an_ipv4_address_are_that_address() -> None:
+    """Issue 91 review: [::127.0.0.1] (IPv4-compatible), [::ffff:0:127.0.0.1] (SIIT) and
+    [64:ff9b::7f00:1] (NAT64) reach 127.0.0.1 through a translator, and passed OwnServices."""
+    own = services()
+    for host in ["[::127.0.0.1]", "::ffff:0:127.0.0.1", "[64:ff9b::7f00:1]", "64:ff9b:1::7f00:1", "::ffff:7f00:1"]:
+        assert ip_of(host) == ipaddress.ip_address("127.0.0.1"), host
+        assert own.at(host, 8983) == SOLR, host
+        assert own.at("rebound.test", 8983, addresses=[host]) == SOLR, host
+    assert str(ip_of("::1")) == "::1" and str(ip_of("::")) == "::"  # IPv6's own loopback and unspecified
+    assert str(ip_of("2001:db8::7f00:1")) == "2001:db8::7f00:1"

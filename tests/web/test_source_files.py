@@ -201,6 +201,13 @@ def test_a_seed_of_this_servers_files_is_not_added_in_the_browser() -> None:
         "http://169.254.169.254/latest/meta-data/",
         "http://[fe80::1]/",
         "http://[::ffff:169.254.169.254]/",
+        # metadata addresses that are not link-local, and IPv6 forms carrying 169.254.169.254
+        # (issue 91 review: they passed)
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://[::169.254.169.254]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[::127.0.0.1]:8983/",
     ],
 )
 def test_a_new_loopback_or_link_local_seed_is_not_added_in_the_browser(seed: str) -> None:
@@ -215,6 +222,45 @@ def test_a_new_loopback_or_link_local_seed_is_not_added_in_the_browser(seed: str
     assert "loopback or link-local address" in guarded_change("", new_source)  # a new source neither
     assert guarded_change(GOOD, edited, local_seeds=True) == ""
     assert guarded_change(edited, edited.replace("max_depth = 3", "max_depth = 2")) == ""  # kept as saved
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        'sitemaps = ["http://localhost:2375/containers/json"]\n',
+        'domains = { include = ["intranet.example", "localhost"] }\n',
+        'domains = { include = ["intranet.example", "127.0.0.1"] }\n',
+        'domains = { include = ["intranet.example", "169.254.169.254"] }\n',
+        '[ports."localhost"]\ninclude = [2375]\n',
+        '[ports."*"]\ninclude = [443, 9200]\n',
+    ],
+)
+def test_no_key_that_admits_a_host_adds_a_loopback_or_link_local_one_in_the_browser(added: str) -> None:
+    """Issue 91 review: the editor checked new seeds only; ``[domains] include = ["localhost"]``,
+    a ``[ports."localhost"]`` rule and a sitemap on localhost:2375 opened the Docker API (and
+    Elasticsearch, and a link from an attacker's page to them). A sitemap, a domain rule or a
+    port rule newly naming a loopback or link-local host is refused as a seed is; ``*`` port
+    rules stand for every host the file names."""
+    saved = 'seeds = ["https://intranet.example/", "http://localhost:8080/wiki/"]\n'
+    edited = saved + added
+    refused = guarded_change(saved, edited)
+    assert "loopback or link-local address" in refused and "SEARCHCRAWL_WEB_LOCAL_SEEDS" in refused, refused
+    assert guarded_change(saved, edited, local_seeds=True) == ""
+    assert guarded_change(edited, "max_depth = 2\n" + edited) == ""  # saved on the server: kept
+    if added.startswith("[ports"):
+        changed = edited.replace("include = [", "include = [8443, ")
+        assert "loopback or link-local address" in guarded_change(edited, changed)  # a rule changed is a new one
+
+
+def test_keys_that_admit_other_hosts_are_changed_in_the_browser() -> None:
+    saved = 'seeds = ["https://intranet.example/"]\n'
+    for added in [
+        'sitemaps = ["https://intranet.example/sitemap.xml"]\n',
+        'domains = { include = ["intranet.example", "10.0.0.5"], include_prefix = ["localhost"] }\n',
+        '[ports."intranet.example"]\ninclude = [443, 8443]\n',
+        '[ports."*"]\ninclude = [443]\n',
+    ]:
+        assert guarded_change(saved, saved + added) == "", added
 
 
 def test_a_seed_on_another_address_is_added_in_the_browser() -> None:

@@ -14,7 +14,9 @@ Above that rule, the installation's own services (searchcrawl/crawl/own_services
 node of its Solr, a SolrCloud's live nodes, Tika, the web application, the model servers, the
 metrics endpoints) are refused with status 944, whatever the source says: by their name and port
 here (also a redirect's target, which passes here again), and by the addresses a name is connected
-to in the resolver.
+to in the resolver. A SolrCloud's live nodes are read again every minute
+(SEARCHCRAWL_SOLR_NODES_REFRESH); while they cannot be learnt, every internal address on a port of
+SOLR_URL's nodes is refused (fail closed).
 
 Schemes: only http and https reach the network. ``file:`` URLs (file sources only; the download
 handler is off otherwise) are read only when the real path, links resolved, is below a seed's
@@ -40,16 +42,17 @@ from scrapy.crawler import Crawler
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
+from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of
-from searchcrawl.crawl.own_services import live_solr_nodes, own_services_of
+from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_of, solr_nodes
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
-from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnService, OwnServices, Refusal, ip_of, site_of_url
+from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnServices, Refusal, ip_of, site_of_url
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
@@ -95,9 +98,12 @@ class AddressGuardMiddleware:
         # a source's agent answers its own scheme's URLs (crawl/handlers/agent.py): no network
         self.agent_scheme = agent_scheme
         self.resolver: GuardedHostnameResolver | None = None
-        # a SolrCloud's live nodes, asked for when the engine starts; requests wait for the answer
+        # a SolrCloud's live nodes, asked for when the engine starts (requests wait for that
+        # first answer, ``learning``) and again every SEARCHCRAWL_SOLR_NODES_REFRESH seconds
         self.learning: Deferred[Any] | None = None
+        self.asking: Deferred[Any] | None = None
         self.waiting: list[Deferred[None]] = []
+        self.refresh: LoopingCall | None = None
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
@@ -121,21 +127,45 @@ class AddressGuardMiddleware:
                 "addresses are checked when a request is made, not again when it connects"
             )
 
-        self.learn_solr_nodes()
+        interval = self.crawler.settings.getfloat("SEARCHCRAWL_SOLR_NODES_REFRESH")
+        if interval > 0:
+            self.refresh = LoopingCall(self.learn_solr_nodes)
+            self.refresh.start(interval, now=True)
+        else:
+            self.learn_solr_nodes()
 
     def learn_solr_nodes(self) -> None:
-        """Ask a SolrCloud for its live nodes (on a thread): they are refused like SOLR_URL's."""
+        """Ask a SolrCloud for its live nodes (on a thread, one question at a time): they are
+        refused like SOLR_URL's, a node that joins later too."""
+        if self.asking is not None and not self.asking.called:
+            return
         settings = self.crawler.settings
-        self.learning = deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings))
-        self.learning.addCallbacks(self._learnt, self._not_learnt)
+        self.asking = deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings))
+        self.asking.addCallbacks(self._learnt, self._not_learnt)
+        if self.learning is None:
+            self.learning = self.asking
 
-    def _learnt(self, found: tuple[list[OwnService], dict[str, list[str]]]) -> None:
-        self.policy.own.add(*found)
+    def _learnt(self, found: LiveNodes | None) -> None:
+        """The live nodes are refused; none learnt from what may be a SolrCloud: fail closed
+        (``OwnServices.nodes_unknown``), with a WARNING when that begins."""
+        own = self.policy.own
+        if found is None:
+            if not own.unknown_nodes:
+                logger.warning(
+                    "The SolrCloud's live nodes cannot be learnt from SOLR_URL (its cluster state is refused or "
+                    "does not answer): every internal address on a port of SOLR_URL's nodes is refused until they are"
+                )
+            own.nodes_unknown(solr_nodes(self.crawler.settings.get))
+        else:
+            if own.unknown_nodes:
+                logger.info("The SolrCloud's live nodes are learnt again: only they are refused")
+            own.nodes_known()
+            own.add(*found)
         self._release()
 
     def _not_learnt(self, failure: Failure) -> None:
         logger.debug("No SolrCloud live nodes learnt: %s", failure.value)
-        self._release()
+        self._learnt(None)
 
     def _release(self) -> None:
         """The requests waiting for the live nodes go on."""
@@ -151,6 +181,8 @@ class AddressGuardMiddleware:
             await maybe_deferred_to_future(waiter)
 
     def engine_stopped(self) -> None:
+        if self.refresh is not None and self.refresh.running:
+            self.refresh.stop()
         if self.resolver is not None:
             self.resolver.remove_policy(self.policy)
 

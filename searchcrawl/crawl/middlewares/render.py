@@ -15,6 +15,12 @@ from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import PLAYWRIGHT, RENDER
 
+# The options of the browser context rendered pages open in (scrapy-playwright makes it with the
+# first request's ``playwright_context_kwargs``): no service workers, whose requests scrapy-
+# playwright's page routing never sees, so a page's worker could load what the address guard
+# refuses the page (the installation's Solr, an internal site).
+CONTEXT_OPTIONS = {"service_workers": "block"}
+
 
 class RenderMiddleware:
     """Asks scrapy-playwright to render a request the source's render rules send to the browser."""
@@ -37,6 +43,7 @@ class RenderMiddleware:
             methods.append(PageMethod("wait_for_timeout", settings.render_delay_ms))
         request.meta.update(
             playwright=True,
+            playwright_context_kwargs=dict(CONTEXT_OPTIONS),
             playwright_page_methods=methods,
             playwright_page_goto_kwargs={"wait_until": settings.render_wait, "timeout": settings.render_timeout * 1000},
         )

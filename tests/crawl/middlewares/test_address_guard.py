@@ -14,11 +14,13 @@ the same guard. The resolver that checks the address connected to: tests/e2e/tes
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
+from twisted.internet.defer import succeed
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import ROBOTS_REQUEST
@@ -159,6 +161,69 @@ def test_a_link_local_address_is_reached_only_as_a_seeds_own_site(tmp_path: Path
     # 6to4 forms of 127.0.0.1 and 169.254.169.254 (routed there by a 6to4 relay) are internal too
     assert is_internal_address("2002:7f00:1::") and is_internal_address("2002:a9fe:a9fe::1")
     assert check(ruled, "http://[2002:a9fe:a9fe::1]/") == Status.INTERNAL_ADDRESS
+
+
+def test_a_metadata_address_is_reached_only_at_a_seeds_literal_address(tmp_path: Path) -> None:
+    """Review of issue 91 point 1: a seed's name that resolved to a public address when the
+    source was saved and to 169.254.169.254 when crawled counted as a seed's own site, so the
+    metadata service was fetched; and metadata addresses that are not link-local (AWS's IPv6
+    fd00:ec2::254, Alibaba's 100.100.100.200) or spelt in an IPv6 form that carries the IPv4
+    address ([::169.254.169.254], NAT64's [64:ff9b::a9fe:a9fe]) passed as any site."""
+    named = guard(tmp_path, 'seeds = ["http://meta.corp.test/latest/"]\n')
+    refused = named.policy.refusal("meta.corp.test", 80, ["169.254.169.254"])
+    assert refused is not None and refused[0] == Status.INTERNAL_ADDRESS and "metadata" in refused[1]
+    assert named.policy.refusal("meta.corp.test", 80, ["10.0.0.5"]) is None  # a seed's site on a private address
+    ruled = guard(tmp_path, 'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test"] }\n')
+    for seed, address in [
+        ("http://[fd00:ec2::254]/latest/", "fd00:ec2::254"),
+        ("http://100.100.100.200/latest/", "100.100.100.200"),
+        ("http://168.63.129.16/machine/", "168.63.129.16"),
+    ]:
+        assert ruled.policy.refusal("meta.corp.test", 80, [address]) is not None, address
+        assert check(ruled, seed) == Status.INTERNAL_ADDRESS, seed
+        assert check(guard(tmp_path, f'seeds = ["{seed}"]\n'), seed) is None, seed  # the source file names it
+    ruled = guard(tmp_path, 'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test", "169.254.169.254"] }\n')
+    for spelling in ["[::169.254.169.254]", "[64:ff9b::a9fe:a9fe]", "[::ffff:0:169.254.169.254]"]:
+        assert check(ruled, f"http://{spelling}/latest/") == Status.INTERNAL_ADDRESS, spelling
+
+
+def test_a_solrclouds_live_nodes_are_read_again_and_unknown_ones_fail_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 91 review: the live nodes were read once, so a node joining later was crawled; and
+    when the cluster state could not be read (403, timed out) the crawl went on unguarded. They
+    are read again every SEARCHCRAWL_SOLR_NODES_REFRESH seconds; while they cannot be learnt,
+    every internal address on a port of SOLR_URL's nodes is refused (944), with a WARNING."""
+    from searchcrawl.crawl.middlewares import address_guard
+    from searchcrawl.rules.addresses import OwnService
+
+    joined = OwnService("a node of Solr", "10.0.0.8", 8983)
+    answers: list[object] = [None, ([joined], {}), None]
+    monkeypatch.setattr(address_guard, "live_solr_nodes", lambda url, auth: answers.pop(0))
+    monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: succeed(call(*args)))
+    middleware = build_from_crawler(
+        AddressGuardMiddleware,
+        source_crawler(tmp_path, 'seeds = ["http://10.0.0.7:8983/"]\n', SOLR_URL="http://solr1.corp.test:8983/solr/docs"),
+    )
+    policy = middleware.policy
+    assert policy.refusal("10.0.0.7", 8983, ["10.0.0.7"]) is None  # a seed's site, before asking
+    with caplog.at_level(logging.INFO, logger=address_guard.__name__):
+        middleware.engine_started()  # asks at once, then every minute
+        assert middleware.refresh is not None and middleware.refresh.running and middleware.refresh.interval == 60
+        refused = policy.refusal("10.0.0.7", 8983, ["10.0.0.7"])
+        assert refused is not None and refused[0] == Status.OWN_SERVICE and "live nodes are unknown" in refused[1]
+        assert policy.refusal("solr-alias.corp.test", 8983, ["10.0.0.9"]) is not None
+        assert policy.refusal("10.0.0.7", 8984, ["10.0.0.7"]) is not None  # no seed's site: internal (941)
+        assert policy.refusal("www.example.org", 8983, ["93.184.216.34"]) is None  # public: not guessed
+        middleware.learn_solr_nodes()  # a minute later: the node that joined is known
+        assert policy.refusal("10.0.0.7", 8983, ["10.0.0.7"]) is None
+        assert policy.refusal("10.0.0.8", 8983, ["10.0.0.8"]) is not None
+        middleware.learn_solr_nodes()
+    assert policy.refusal("10.0.0.8", 8983, ["10.0.0.8"]) is not None  # known nodes stay refused
+    said = [record.levelname for record in caplog.records if "live nodes" in record.getMessage()]
+    assert said == ["WARNING", "INFO", "WARNING"]  # when failing closed begins, and ends
+    middleware.engine_stopped()
+    assert not middleware.refresh.running
 
 
 def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

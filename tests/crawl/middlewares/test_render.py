@@ -45,6 +45,15 @@ def test_a_page_to_render_gets_the_playwright_meta_of_the_source(tmp_path: Path)
     assert (request.meta[RENDER], request.meta["depth"]) == ("browser", 2)
 
 
+def test_a_rendered_page_opens_in_a_context_without_service_workers(tmp_path: Path) -> None:
+    """Issue 91 review: a service worker's requests do not pass scrapy-playwright's page routing,
+    so the address guard never saw them (tests/e2e/test_hostile_network.py shows it in Chromium)."""
+    middleware = build_from_crawler(RenderMiddleware, source_crawler(tmp_path, RENDERING))
+    request = Request(URL, meta={RENDER: "browser"})
+    middleware.process_request(request)
+    assert request.meta["playwright_context_kwargs"] == {"service_workers": "block"}
+
+
 def test_the_defaults_wait_for_load_and_nothing_else(tmp_path: Path) -> None:
     middleware = build_from_crawler(RenderMiddleware, source_crawler(tmp_path, 'seeds = ["http://h.test/"]\nrender_js = true\n'))
     request = Request(URL, meta={RENDER: "browser"})
