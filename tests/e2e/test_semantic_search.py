@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.commands.doctor import _embeddings as doctor_embeddings
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.indexer import SolrIndex
@@ -331,7 +333,9 @@ def embeddings_server(wordllama) -> Iterator[type[EmbeddingsServer]]:
     server.shutdown()
 
 
-def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_start(solr_url, embeddings_server) -> None:
+def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_start(
+    solr_url, embeddings_server, caplog
+) -> None:
     spec = f"openai:{embeddings_server.url}?model=test&dimension=256"
     embedder = embedder_from(spec, environ={"SEARCHCRAWL_EMBEDDINGS_API_KEY": "k3y"})
     assert isinstance(embedder, OpenAIEmbedder)
@@ -342,7 +346,17 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
     index.add([document(source, "http://h.test/o", "Onions", paragraph("onion soup", 4), Access.public("t"))])
     index.commit()
     assert PassageIndex(index, embedder).sync(source).embedded >= 1
-    hits = nearest_documents(TrimmedIndex(index, Principals.anonymous()), SemanticModel(embedder), "soup recipe", [], {}, 10)
+    # no floor calibrated for a server's model, none given: no kNN hit (issue 91 review), said at start
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.search.hybrid"):
+        started = semantic_search(spec, "", index)
+    assert started is not None and started.active().floor is None
+    assert "has no similarity floor" in caplog.text and "words alone" in caplog.text
+    finding = doctor_embeddings([], spec)  # `scrapy doctor` says it too
+    assert finding.state == "off" and "no similarity floor" in finding.detail and "?floor=" in finding.fix
+    assert doctor_embeddings([], spec + "&floor=0.7").state == "ok"
+    assert not nearest_documents(TrimmedIndex(index, Principals.anonymous()), started.active(), "soup recipe", [], {}, 10)
+    unfloored = SemanticModel(embedder, 0.0)  # ?floor=0: every passage a candidate
+    hits = nearest_documents(TrimmedIndex(index, Principals.anonymous()), unfloored, "soup recipe", [], {}, 10)
     assert [parent for parent, _ in hits] == [solr_id(source, "http://h.test/o")]
     # a text the server refuses is left out; the other documents' passages are written
     index.add(
@@ -355,10 +369,7 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
     result = PassageIndex(index, embedder).sync(source)
     assert not result.error and result.documents == 2 and result.skipped == 1
     assert [
-        parent
-        for parent, _ in nearest_documents(
-            TrimmedIndex(index, Principals.anonymous()), SemanticModel(embedder), "leek", [], {}, 10
-        )
+        parent for parent, _ in nearest_documents(TrimmedIndex(index, Principals.anonymous()), unfloored, "leek", [], {}, 10)
     ][:1] == [solr_id(source, "http://h.test/s")]
     embeddings_server.dimension_answered = 200  # the server's model is not the one declared
     with pytest.raises(DimensionMismatch):
