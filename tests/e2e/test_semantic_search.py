@@ -380,6 +380,29 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
         semantic_search(f"openai:{embeddings_server.url}?model=test&dimension=256", "", index)
 
 
+def test_passages_are_cut_from_the_prose_the_words_query_reads_the_content(solr_url, solr, wordllama) -> None:
+    """Review of issue 91 (point 19): a page's link lists stay in its content, which the words
+    query searches, and out of its prose (stored beside it, content/regions.py), which its passages
+    are cut from and its snippet is highlighted from; a change of the prose alone is a new text."""
+    source = f"sem-{uuid.uuid4().hex[:8]}"
+    index = SolrIndex(solr_url, timeout=30)
+    prose = paragraph("ferry", 3)
+    page = document(source, "http://h.test/t", "Ferries", f"{prose} index.html security.html", Access.public("t"))
+    fields = {"title": "Ferries", "content": page["content"], "outline": [], "prose": prose}
+    assert text_digest(fields) != page["text_digest"]  # the prose is part of what passages are cut from
+    index.add([{**page, "prose": prose, "has_prose": True, "text_digest": text_digest(fields)}])
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).embedded >= 1
+    cut = " ".join(str(p["passage_text"]) for p in passages_of(solr, solr_id(source, "http://h.test/t")))
+    assert "ferry sentence number 2" in cut and "index.html" not in cut and "security.html" not in cut
+    words = TrimmedIndex(index, Principals.anonymous())
+    found = run_search(words, SearchRequest(q="security.html", filters=(("source", source),)))
+    assert [hit.title for hit in found.hits] == ["Ferries"]  # found by its link list's words
+    assert "security.html" not in found.hits[0].snippet  # its snippet is from its prose: none here
+    marked = run_search(words, SearchRequest(q="ferry", filters=(("source", source),)))
+    assert "ferry" in marked.hits[0].snippet.lower() and "index.html" not in marked.hits[0].snippet
+
+
 def test_a_passage_without_a_vector_or_refused_by_solr_never_blocks_the_others(solr_url, solr, wordllama) -> None:
     """A text the model gives no direction (a zero vector, which Lucene refuses for cosine) and a
     vector Solr refuses (here: of another dimension) are left out; the other passages of the
