@@ -97,17 +97,20 @@ def _tika(url: str, timeout: float) -> installation.Finding:
 
 def _embeddings(requires: list[str], setting: str) -> installation.Finding:
     unmet = installation.unmet_requirements(requires, "semantic")
-    failure = None
+    failure, no_floor = None, None
     if setting and not unmet:
-        from searchcrawl.semantic.embedders import checked, embedder_from
+        from searchcrawl.semantic.embedders import NO_FLOOR, ModelSpec, checked, embedder_from, model_floor
 
         try:
             embedder = embedder_from(setting)
             if embedder is not None:
                 checked(embedder)
+                spec = ModelSpec.parse(setting)
+                if model_floor(spec.floor if spec else None, embedder.model_id) is None:
+                    no_floor = f"{embedder.model_id} {NO_FLOOR}"
         except Exception as exc:  # the model's own failure, whatever it is, is the finding
             failure = f"{type(exc).__name__}: {exc}"
-    return installation.embeddings_finding(setting, unmet, failure)
+    return installation.embeddings_finding(setting, unmet, failure, no_floor)
 
 
 def _answers(url: str, timeout: float) -> installation.Finding:

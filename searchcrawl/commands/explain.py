@@ -46,7 +46,7 @@ from searchcrawl.config.source import Source, SourceError
 from searchcrawl.content.charsets import looks_binary
 from searchcrawl.content.convert import sniff_kind
 from searchcrawl.content.extract import body_of, mimetype_of
-from searchcrawl.content.regions import ContentRegions, RegionText, Selectors
+from searchcrawl.content.regions import ContentRegions, RegionDecision, RegionText, Selectors
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, NOT_FOUND_PAGE, PROXY
@@ -347,7 +347,7 @@ def regions_lines(regions: ContentRegions, url: str) -> list[str]:
     table = regions.table
     parts = ["landmarks dropped" if table.landmarks else "landmarks kept", *selector_parts(table)]
     if not table.link_lists:
-        parts.insert(1, "link lists kept")
+        parts.insert(1, "link lists in snippets")
     lines = [f"regions:       [regions]: {'; '.join(parts)}"]
     if regions.rules:
         match = regions.rule(url)
@@ -459,7 +459,7 @@ def region_lines(found: RegionText, regions: ContentRegions, url: str) -> list[s
     inside those regions, or nothing; how much of its text is kept, or that none was (its whole
     text is, then)."""
     lines = [
-        f"  {'keep' if decision.kept else 'drop'}  {decision.element} by {', '.join(decision.reasons)}: {excerpt(decision.text)}"
+        f"  {_verb(decision)}  {decision.element} by {', '.join(decision.reasons)}: {excerpt(decision.text)}"
         for decision in found.decisions
     ]
     if not found.decisions:
@@ -477,7 +477,15 @@ def region_lines(found: RegionText, regions: ContentRegions, url: str) -> list[s
         lines.append(f"text:          the regions keep no text, so the whole text is kept ({chars} characters)")
     else:
         lines.append(f"text:          {len(found.text)} of {chars} characters kept")
+    if found.prose is not None:
+        lines.append(f"prose:         {len(found.prose)} characters: the text less its link lists (snippets, passages)")
     return lines
+
+
+def _verb(decision: RegionDecision) -> str:
+    """How a region is used: kept, dropped, or (a link list alone) ``snip``: in the text, kept
+    out of snippets and passages."""
+    return "keep" if decision.kept else "snip" if decision.prose_only else "drop"
 
 
 def explain_spider(

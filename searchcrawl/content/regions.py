@@ -9,10 +9,13 @@ a menu's links are still followed) and what alone is kept:
   ``aside`` elements, a ``header`` or ``footer`` that is not inside an ``article``, ``main`` or
   ``section`` (the page's banner and footer, not an article's heading), and elements whose ARIA
   ``role`` is ``navigation``, ``banner``, ``contentinfo``, ``complementary`` or ``search``;
-- ``link_lists`` (default true): drop the lists (``ul``, ``ol``, ``menu``, ``dl``) that are only
-  links: every word of them a link's, bar separators (``|``, ``·``, ``,`` ...). A list of links
-  is navigation, not sentences: left in, its link texts ran on from the page's last sentence into
-  snippets and passages ("... receipts attached. index.html", issue 91);
+- ``link_lists`` (default true): keep the lists (``ul``, ``ol``, ``menu``, ``dl``) that are only
+  links (every word of them a link's, bar separators: ``|``, ``·``, ``,`` ...) out of the page's
+  *prose*, what snippets are highlighted from and passages cut from. A list of links is navigation,
+  not sentences: left in, its link texts ran on from the page's last sentence into snippets and
+  passages ("... receipts attached. index.html", issue 91). They stay in the text: the words query
+  finds them (a policy index page, a list of mailto: links) and the checksum covers them (listing
+  pages that differ only in their links are not duplicates);
 - ``drop``: selectors of more elements to drop (a share bar, a cookie notice);
 - ``keep``: selectors of the elements that alone are the text (``main``, ``article.news``), when
   one matches the page; with none matching, the whole page (less what is dropped);
@@ -67,6 +70,8 @@ EXCLUDE_ATTRIBUTE = "data-searchcrawl-exclude"
 INCLUDE_ATTRIBUTE = "data-searchcrawl-include"
 _LANDMARKS = etree.XPath(LANDMARKS)
 _LINK_LISTS = etree.XPath(LINK_LISTS)
+LINK_LISTS_FOUND = "link lists"  # what found them (``ContentRegions._found``)
+LINK_LIST_REASON = "link list <"  # a decision's reason: ``link list <ul>``
 _MARKED = {
     EXCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]"),
     INCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{INCLUDE_ATTRIBUTE}]"),
@@ -142,12 +147,20 @@ class RegionDecision:
     element: str
     text: str
 
+    @property
+    def prose_only(self) -> bool:
+        """A link list alone: in the page's text, kept out of its prose (snippets, passages)."""
+        return not self.kept and all(reason.startswith(LINK_LIST_REASON) for reason in self.reasons)
+
 
 @dataclass(frozen=True)
 class RegionText:
     """A page's text by its regions, and what was kept and dropped (for `scrapy explain`)."""
 
     text: str
+    # the text less its link lists (``link_lists``), what snippets and passages are made of; None
+    # when it is the text (no link list, or a page of link lists alone: never emptied)
+    prose: str | None = None
     kept: tuple[str, ...] = ()  # the selectors that matched and kept
     dropped: tuple[str, ...] = ()  # the selectors that matched and dropped
     whole: bool = False  # the regions left no text: the whole page's is kept
@@ -192,13 +205,18 @@ class ContentRegions:
 
     def text(self, body: Any, url: str, explain: bool = False) -> RegionText:
         """``body``'s text by the regions for ``url`` (its whole visible text when nothing is
-        dropped or kept: the fast path of most pages without landmarks); ``explain``: with what
-        was kept and dropped and why (``RegionText.decisions``), for `scrapy explain`."""
+        dropped or kept: the fast path of most pages without landmarks), and its prose where its
+        link lists leave one of their own; ``explain``: with what was kept and dropped and why
+        (``RegionText.decisions``), for `scrapy explain`."""
         keep, drop = self.selectors(url)
         dropped_by: list[str] = []
         dropping: list[Any] = []
         found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks, self.table.link_lists)
+        link_lists: list[Any] = []
         for name, found in found_dropping:
+            if name == LINK_LISTS_FOUND:  # out of the prose alone
+                link_lists = found
+                continue
             dropping.extend(found)
             dropped_by.append(name)
         kept_by: list[str] = []
@@ -207,17 +225,21 @@ class ContentRegions:
         for name, found in found_keeping:
             keeping.extend(found)
             kept_by.append(name)
+        roots = _outermost(keeping) or [body]
+        prose = _text_without(body, roots, [*dropping, *link_lists]) if link_lists else None
         if not dropping and not keeping:
             text = visible_text(body)
-            return RegionText(text, page_chars=len(text)) if explain else RegionText(text)
-        text = _text_without(body, _outermost(keeping) or [body], dropping)
-        found_text = RegionText(text, tuple(kept_by), tuple(dropped_by))
-        if not text:
-            found_text = RegionText(visible_text(body), tuple(kept_by), tuple(dropped_by), whole=True)
+            found_text = RegionText(text, _prose(prose, text))
+        else:
+            text = _text_without(body, roots, dropping)
+            found_text = RegionText(text, _prose(prose, text), tuple(kept_by), tuple(dropped_by))
+            if not text:
+                found_text = RegionText(visible_text(body), None, tuple(kept_by), tuple(dropped_by), whole=True)
         if not explain:
             return found_text
         decisions = _decisions(body, found_keeping, found_dropping)
-        page_chars = len(found_text.text) if found_text.whole else len(visible_text(body))
+        whole = found_text.whole or not (dropping or keeping)
+        page_chars = len(found_text.text) if whole else len(visible_text(body))
         return replace(found_text, decisions=decisions, page_chars=page_chars)
 
     @staticmethod
@@ -229,7 +251,7 @@ class ContentRegions:
         if landmarks:
             asked.append(("landmarks", _LANDMARKS))
         if link_lists:
-            asked.append(("link lists", _LINK_LISTS))
+            asked.append((LINK_LISTS_FOUND, _LINK_LISTS))
         found = []
         for name, path in asked:
             try:
@@ -241,6 +263,12 @@ class ContentRegions:
             if elements:
                 found.append((name, elements))
         return found
+
+
+def _prose(prose: str | None, text: str) -> str | None:
+    """The prose of a page whose text is ``text``: None when it is the text, or empty (a page of
+    link lists alone keeps them: a page is never emptied)."""
+    return prose if prose and prose != text else None
 
 
 def _decisions(
@@ -277,8 +305,8 @@ def _reason(name: str, element: Any) -> str:
         if tag in ("nav", "aside") or role not in LANDMARK_ROLES:  # else a role made it one
             return f"landmark <{tag}>"
         return f"role={role}"
-    if name == "link lists":
-        return f"link list <{element.tag}>"
+    if name == LINK_LISTS_FOUND:
+        return f"{LINK_LIST_REASON}{element.tag}>"
     if name in (f"[{EXCLUDE_ATTRIBUTE}]", f"[{INCLUDE_ATTRIBUTE}]"):
         return name[1:-1]
     return f'selector "{name}"'

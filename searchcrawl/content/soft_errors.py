@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.content.regions import compiled
+from searchcrawl.content.regions import RegionText, compiled
 from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tables import RuleTable, regular_expression, regular_expressions
@@ -300,9 +300,10 @@ class NotFoundPage:
 
 class Page:
     """What the markers read of a fetched page: its URL, headers, tree, title and text (its
-    content regions' text, computed once on first use and handed on to the attributes pipeline)."""
+    content regions' text, computed once on first use and handed on to the attributes pipeline:
+    ``text`` may give the regions' whole ``RegionText``, its prose too)."""
 
-    def __init__(self, url: str, headers: Mapping[str, Sequence[str]], root: Any, text: Callable[[], str]) -> None:
+    def __init__(self, url: str, headers: Mapping[str, Sequence[str]], root: Any, text: Callable[[], str | RegionText]) -> None:
         self.url = url
         self.headers = {name.lower(): list(values) for name, values in headers.items()}
         self.root = root
@@ -317,13 +318,18 @@ class Page:
         return " ".join((element.text_content() if element is not None else "")[:MAX_TITLE_CHARS].split())
 
     @cached_property
-    def text(self) -> str:
+    def read(self) -> str | RegionText:
         return self._text()
+
+    @property
+    def text(self) -> str:
+        read = self.read
+        return read if isinstance(read, str) else read.text
 
     @property
     def text_read(self) -> bool:
         """Whether the text has been computed (then the pipeline need not compute it again)."""
-        return "text" in self.__dict__
+        return "read" in self.__dict__
 
 
 class _Compiled:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchcrawl.access.tokens import Access
+from searchcrawl.content.regions import RegionText
 
 
 @dataclass
@@ -22,7 +23,7 @@ class CrawledDocument:
     depth: int
     headers: dict[str, str]
     tree: Any | None = None
-    region_text: str | None = None  # the tree's text by the source's regions, when the spider read it already
+    region_text: RegionText | None = None  # the tree's text by the source's regions, when the spider read it already
     text: str | None = None
     body: bytes | None = None  # a document to convert (PDF, office, ...), or the raw body for checksum_of = "raw"
     checksum_basis: str | bytes = ""  # what the checksum is taken over (source's checksum_of)

@@ -29,7 +29,7 @@ from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import body_of, http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
 from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
-from searchcrawl.content.regions import ContentRegions
+from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.content.soft_errors import Page, SoftError, SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.extensions.stores import tika_configured
@@ -459,8 +459,8 @@ class SourceSpider(Spider):
                 documents += 1
                 if not indexed:  # result-filtered: links only
                     continue
-                if page is not None and page.text_read and output.tree is page.root:
-                    output.region_text = page.text  # read once: the attributes pipeline takes it
+                if page is not None and page.text_read and output.tree is page.root and isinstance(page.read, RegionText):
+                    output.region_text = page.read  # read once: the attributes pipeline takes it
                 output.record, output.note = {**record, **output.record}, truncated
                 if output.access is None and output.access_error is None:
                     self.with_access(output, response.meta)
@@ -476,7 +476,7 @@ class SourceSpider(Spider):
             return None
         root, url = response.selector.root, response.url
         headers = {name.decode("latin-1"): [v.decode("latin-1") for v in values] for name, values in response.headers.items()}
-        return Page(url, headers, root, lambda: self.regions.text(body_of(root), url).text)
+        return Page(url, headers, root, lambda: self.regions.text(body_of(root), url))
 
     def soft_error(self, page: Page | None, meta: Mapping[str, Any]) -> SoftError | None:
         """Whether the page is not the page: a login page, a challenge, a maintenance or not-found

@@ -167,9 +167,10 @@ def service_finding(name: str, setting: str, url: str, failure: str | None, prof
     return Finding(name, OK, f"{url} answers")
 
 
-def embeddings_finding(setting: str, unmet: list[str], failure: str | None) -> Finding:
+def embeddings_finding(setting: str, unmet: list[str], failure: str | None, no_floor: str | None = None) -> Finding:
     """Semantic search: the extra's packages, then the model SEARCHCRAWL_EMBEDDINGS names, asked
-    for one vector (``failure``: why it gave none)."""
+    for one vector (``failure``: why it gave none), then its similarity floor (``no_floor``: why a
+    model that embeds still finds nothing by meaning, issue 91)."""
     if unmet:
         return packages_finding("Semantic search", unmet, "semantic")
     if not setting:
@@ -179,6 +180,13 @@ def embeddings_finding(setting: str, unmet: list[str], failure: str | None) -> F
     if failure is not None:
         return Finding(
             "Semantic search", FAILING, f"{setting}: {failure}", "docs/semantic-search.md#the-models-three-ways-one-setting"
+        )
+    if no_floor is not None:
+        return Finding(
+            "Semantic search",
+            OFF,
+            f"{setting} embeds, but {no_floor}",
+            "give SEARCHCRAWL_EMBEDDINGS a ?floor= (docs/semantic-search.md#the-similarity-floor)",
         )
     return Finding("Semantic search", OK, f"{setting} embeds")
 

@@ -7,7 +7,8 @@ pre-filter it, and its top k are passages the searcher may read, however little 
 is. A passage less similar than the model's floor (``SemanticModel.floor``: calibrated per model
 on the judged sets, semantic/embedders.py ``calibrated_floor``, or the setting's ``?floor=``) is no
 hit: the k nearest passages of a query that nothing answers are still the k nearest, and without a
-floor every query matched (issue 91). The passages are collapsed to their documents (a document
+floor every query matched (issue 91); a model with neither floor finds nothing by meaning until
+its setting gives one. The passages are collapsed to their documents (a document
 ranks by its best passage), and the two lists fused by reciprocal rank fusion (semantic/fusion.py:
 k = 60, each list read to
 ``WINDOW`` = 100 documents) in the application. The fused order covers the first ``WINDOW`` hits
@@ -33,13 +34,14 @@ from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.semantic.embedders import (
+    NO_FLOOR,
     Embedder,
     EmbeddingFailed,
     ModelSpec,
-    calibrated_floor,
     checked,
     embedder_from,
     field_name,
+    model_floor,
 )
 from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, complete, has_passages
@@ -55,16 +57,15 @@ SNIPPET_CHARS = 300
 class SemanticModel:
     """A model a search embeds its query with, the field of its passages' vectors, and the
     floor of Solr's kNN score (for cosine, (1 + cosine) / 2) below which a passage is no hit:
-    ``similarity_floor`` given, else the model's calibrated one (``calibrated_floor``)."""
+    ``similarity_floor`` given, else the model's calibrated one (``model_floor``); with neither,
+    None: no passage is a hit."""
 
     embedder: Embedder
     similarity_floor: float | None = None
 
     @property
-    def floor(self) -> float:
-        if self.similarity_floor is not None:
-            return self.similarity_floor
-        return calibrated_floor(self.embedder.model_id)
+    def floor(self) -> float | None:
+        return model_floor(self.similarity_floor, self.embedder.model_id)
 
     @property
     def model_id(self) -> str:
@@ -129,7 +130,12 @@ def nearest_documents(
 ) -> list[tuple[str, dict[str, Any]]]:
     """(document id, its best passage) of the ``window`` documents whose passages are nearest
     ``query``'s meaning, among those the searcher of ``index`` may read, best first; only
-    passages at or above the model's floor count (none: a query nothing answers finds nothing)."""
+    passages at or above the model's floor count (none: a query nothing answers finds nothing);
+    a model with no floor finds none (the search is its words alone)."""
+    floor = model.floor
+    if floor is None:
+        logger.debug("kNN: %s has no similarity floor: no passage is a hit", model.model_id)
+        return []
     vector = model.embedder.embed([query])[0]
     top_k = window * PASSAGES_A_DOCUMENT
     asked = {
@@ -140,8 +146,8 @@ def nearest_documents(
         "timeAllowed": 5000,
     }
     found = index.nearest(model.field, [float(value) for value in vector], top_k, {**asked, "hl": "false", "facet": "false"})
-    close = [doc for doc in found.docs if doc.get("parent_id") and float(doc.get("score") or 0.0) >= model.floor]
-    logger.debug("kNN: %d of %d passages at or above %s's floor %.3f", len(close), len(found.docs), model.model_id, model.floor)
+    close = [doc for doc in found.docs if doc.get("parent_id") and float(doc.get("score") or 0.0) >= floor]
+    logger.debug("kNN: %d of %d passages at or above %s's floor %.3f", len(close), len(found.docs), model.model_id, floor)
     nearest = best_per_parent([(str(doc["parent_id"]), doc) for doc in close])[:window]
     return confirmed(index, nearest, filters, params)
 
@@ -265,12 +271,8 @@ def semantic_search(current: str, previous: str, index: SolrIndex, timeout: floa
     if old is not None:
         chosen.append(SemanticModel(old, spec_floor(previous)))
     for semantic in chosen:
-        if not semantic.floor:
-            logger.warning(
-                "The embedding model %s has no similarity floor (none calibrated, none given with ?floor=): every query"
-                " will find its nearest passages, related or not (docs/semantic-search.md)",
-                semantic.model_id,
-            )
+        if semantic.floor is None:
+            logger.warning("The embedding model %s %s", semantic.model_id, NO_FLOOR)
     return SemanticSearch(
         chosen[0],
         chosen[1] if len(chosen) > 1 else None,

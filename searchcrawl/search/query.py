@@ -30,7 +30,10 @@ from searchcrawl.system.translations import N_, ngettext
 # hold is a hit of each: the search page's source facet)
 ONE_URL_TAG = "one_url"
 COLLAPSE = "{!collapse tag=" + ONE_URL_TAG + " field=url nullPolicy=expand}"
-HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host"
+HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host,has_prose"
+# what a hit's snippet is highlighted from: its prose (its text less its link lists, stored where it
+# differs, content/regions.py) where it has one, else its content (``snippet_field``)
+SNIPPET_FIELDS = "content,prose"
 
 
 def term_filter(field: str, value: str) -> str:
@@ -80,7 +83,7 @@ def search_params(
 ) -> dict[str, Any]:
     """The parameters of a search (besides ``q`` and the searcher's trimming, which
     ``TrimmedIndex`` adds): one hit per URL, the hit fields, a highlighted snippet from ``content``
-    between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS`` of Solr's time (a
+    between ``highlight``'s two markers (``snippet_field``), and at most ``TIME_ALLOWED_MS`` of Solr's time (a
     visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then). ``sort`` is Solr's
     (None: by relevance); the copy of a URL that stands for it is its best-scoring one whatever
     the sort."""
@@ -95,7 +98,7 @@ def search_params(
         "start": start,
         "fl": HIT_FIELDS,
         "hl": "true",
-        "hl.fl": "content",
+        "hl.fl": SNIPPET_FIELDS,
         "hl.tag.pre": highlight[0],
         "hl.tag.post": highlight[1],
         "fq": fq,
@@ -177,10 +180,21 @@ def unique_hits(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         yield doc
 
 
+def snippet_field(doc: dict[str, Any]) -> str:
+    """The field ``doc``'s snippet is highlighted from: ``prose`` where it has one (its text less
+    its link lists: navigation is no sentence, issue 91), else ``content``."""
+    return "prose" if doc.get("has_prose") is True else "content"
+
+
+def marked_snippets(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> list[str]:
+    """``doc``'s highlighted snippets, from its ``snippet_field``. Highlighting is keyed by the
+    uniqueKey: the document's Solr id, solr_id(source, url)."""
+    return list((highlighting or {}).get(doc["id"], {}).get(snippet_field(doc)) or [])
+
+
 def snippet_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> str:
-    """The hit's highlighted snippet (whitespace folded), else its description. Highlighting is
-    keyed by the uniqueKey: the document's Solr id, solr_id(source, url)."""
-    snippets = (highlighting or {}).get(doc["id"], {}).get("content") or []
+    """The hit's highlighted snippet (whitespace folded), else its description."""
+    snippets = marked_snippets(doc, highlighting)
     if snippets:
         return " ".join(snippets[0].split())
     return str(doc.get("description") or "")

@@ -297,7 +297,8 @@ class ModelSpec:
 # The similarity floor of each model calibrated on the judged sets (docs/semantic-search.md,
 # "The similarity floor"; tests/benchmarks/similarity_floor.py): on Solr's kNN score, (1 + cosine)
 # / 2; keyed by the model's kind and the digest of its weights (the last part of its id), so a
-# renamed file keeps it. A model not here has none (0: every query finds its nearest passages)
+# renamed file keeps it. A model not here has none, and finds nothing by meaning (searches are
+# words alone: without a floor every query found its nearest passages, related or not, issue 91)
 # until its setting's ``?floor=`` gives one.
 CALIBRATED_FLOORS: dict[tuple[str, str], float] = {
     ("wordllama", "64b47a2dc493"): 0.675,  # l2_supercat-256 of the wordllama wheel
@@ -305,10 +306,23 @@ CALIBRATED_FLOORS: dict[tuple[str, str], float] = {
 }
 
 
-def calibrated_floor(model_id: str) -> float:
-    """The calibrated similarity floor of the model ``model_id`` (0 when it has none)."""
+def calibrated_floor(model_id: str) -> float | None:
+    """The calibrated similarity floor of the model ``model_id`` (None when it has none)."""
     kind, _, rest = model_id.partition("/")
-    return CALIBRATED_FLOORS.get((kind, rest.rsplit("/", 1)[-1]), 0.0)
+    return CALIBRATED_FLOORS.get((kind, rest.rsplit("/", 1)[-1]))
+
+
+def model_floor(given: float | None, model_id: str) -> float | None:
+    """A model's similarity floor: ``given`` (its setting's ``?floor=``), else its calibrated one;
+    None when it has neither (then no kNN hit: searches are words alone)."""
+    return given if given is not None else calibrated_floor(model_id)
+
+
+# what `scrapy web` logs at start and `scrapy doctor` shows of a model with no floor
+NO_FLOOR = (
+    "has no similarity floor (none calibrated, none given with ?floor=): it finds nothing by meaning, searches are"
+    " words alone, until SEARCHCRAWL_EMBEDDINGS gives one (?floor=0.7, say; docs/semantic-search.md, The similarity floor)"
+)
 
 
 def embedder_from(text: str, timeout: float = 30, environ: Any = None) -> Embedder | None:

@@ -58,8 +58,9 @@ logger = logging.getLogger(__name__)
 # among the passages the searcher may read and asked for
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")
-# what a document's passages are cut from (``_sync_parents``), as ``text_digest`` covers it
-TEXT_FIELDS = ("title", "content", "outline")
+# what a document's passages are cut from (``_sync_parents``), as ``text_digest`` covers it: its
+# prose (its text less its link lists, content/regions.py) where it has one, else its content
+TEXT_FIELDS = ("title", "content", "outline", "prose")
 TEXT_DIGEST = "text_digest"  # a document's field (``text_digest`` of its TEXT_FIELDS); its passages copy it as parent_text_digest
 PAGE = 20  # documents read and done a batch (their whole stored text each)
 EMBED_BATCH = 256  # texts the model is given at once
@@ -91,7 +92,10 @@ def text_digest(document: Mapping[str, Any]) -> str:
     from an older text (search/hybrid.py ``made_from_current``). Not the checksum: that one may be
     taken over the main text or the bytes alone (``checksum_of``), and a page whose sidebar changed
     is pushed again (its date) with the same checksum."""
-    text = json.dumps([document.get(name) or None for name in TEXT_FIELDS], ensure_ascii=False)
+    values = [document.get(name) or None for name in TEXT_FIELDS]
+    if values[-1] is None:  # no prose: the digest a document had before it could have one
+        values.pop()
+    text = json.dumps(values, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -175,7 +179,8 @@ class PassageIndex:
         to_embed: list[tuple[dict[str, Any], str]] = []  # (passage document, text)
         for parent in parents:
             parent_id = str(parent["id"])
-            wanted = split_passages(str(parent.get("content") or ""), str(parent.get("title") or ""), parent.get("outline") or ())
+            source_text = parent.get("prose") or parent.get("content") or ""
+            wanted = split_passages(str(source_text), str(parent.get("title") or ""), parent.get("outline") or ())
             had = existing.get(parent_id, [])
             vectors = {
                 str(p.get("passage_checksum")): p.get(self.field) for p in had if read_vector(p.get(self.field)) is not None

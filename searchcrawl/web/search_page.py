@@ -36,6 +36,7 @@ from searchcrawl.search.query import (
     ONE_URL_TAG,
     RANKINGS,
     Ranking,
+    marked_snippets,
     search_params,
     snippet_of,
     term_filter,
@@ -469,7 +470,7 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: st
     """A hit as the page shows it; its snippet the words' highlight, else ``passage`` (its best
     passage, where semantic search found it), else its description."""
     modified = str(doc.get("last_modified") or "")
-    marked = (highlighting or {}).get(doc["id"], {}).get("content")
+    marked = marked_snippets(doc, highlighting)
     return Hit(
         title=str(doc.get("title") or "") or _("(no title)"),
         url=display_url(doc),

@@ -112,7 +112,9 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.05, help="the comparison floor: judged queries it may cost their answer")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument(
-        "--link-lists", action="store_true", help="also crawl each site with link_lists = false and compare the words' nDCG@10"
+        "--link-lists",
+        action="store_true",
+        help="also crawl each site with link_lists = false and compare the words' nDCG@10 (the same text searched)",
     )
     args = parser.parse_args()
     work, out, solr = workspace("searchcrawl-floor-", args.out)
@@ -136,11 +138,11 @@ def main() -> None:
             queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
             judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
             judged_sets[name] = (source, queries, judgments)
-            if args.link_lists:  # issue 91 point 19: the lists that are only links out of the text, or in it
+            if args.link_lists:  # issue 91 point 19: the lists that are only links out of the prose, or in it
                 kept = f"{source}-lists"
                 print(name, crawl(site, kept, work, core, "[regions]\nlink_lists = false\n"), flush=True)
                 pysolr.Solr(core, timeout=120).commit()
-                for label, crawled in (("link lists dropped", source), ("link lists kept", kept)):
+                for label, crawled in (("link lists out of the prose", source), ("link lists in the prose", kept)):
                     ranked, _ = judged_run(index, queries, crawled, Rules(), "page", None)
                     found = means(score_run(queries, judgments, ranked))
                     print(f"{name}: words, {label}: nDCG@10 {found['ndcg@10']:.4f}, MRR@10 {found['mrr@10']:.4f}", flush=True)

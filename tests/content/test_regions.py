@@ -65,7 +65,7 @@ def test_a_page_all_banner_keeps_its_whole_text_and_landmarks_can_be_kept() -> N
     found = regions().text(body(page), "https://x/")
     assert found.text == "Only a banner here" and found.whole
     unmarked = visible_text(body()).replace(" Cookie notice", "")  # the site's own mark still holds
-    assert regions(landmarks=False, link_lists=False).text(body(), "https://x/").text == unmarked
+    assert regions(landmarks=False).text(body(), "https://x/").text == unmarked
 
 
 def test_the_page_text_uses_the_regions_and_the_tree_is_left_as_it_was() -> None:
@@ -185,9 +185,12 @@ def test_explain_prints_the_decisions_a_line_each_bounded_and_inert() -> None:
 def test_link_lists_are_navigation_not_text() -> None:
     """Issue 91: the demo's travel page's snippet ended "... receipts attached. index.html" and the
     handbook's ran "travel.html security.html ../index.html": a list that is only links (bar the
-    separators between them) is not the page's text, so neither snippets nor passages show it;
-    a list with words of its own is text; ``link_lists = false`` keeps them; links are still
-    taken from the whole page."""
+    separators between them) is kept out of the page's prose, what snippets are highlighted from
+    and passages cut from; a list with words of its own is prose; ``link_lists = false`` leaves
+    them in; links are still taken from the whole page. Review of issue 91: they stay in the
+    page's text, what the words query searches and the checksum covers (a policy index page, a
+    list of mailto: links is found by its words; listing pages that differ only in their links
+    are no duplicates)."""
     page = """<html><body><h1>Travel policy</h1>
     <p>Claim expenses within thirty days with receipts attached.</p>
     <ul><li><a href="index.html">index.html</a></li></ul>
@@ -196,19 +199,30 @@ def test_link_lists_are_navigation_not_text() -> None:
     <dl><dt>See also</dt><dd><a href="x.html">Expenses</a></dd></dl>
     </body></html>"""
     found = regions().text(body(page), "https://x/handbook/travel.html")
-    assert found.text == (
+    assert found.prose == (
         "Travel policy Claim expenses within thirty days with receipts attached. The claim form (PDF, 2 pages) See also Expenses"
     )
-    assert "link lists" in found.dropped
+    assert found.text == visible_text(body(page)) and "attached. index.html" in found.text  # searched, checksummed
+    assert not found.dropped and not found.whole
+    landmarked = regions().text(body(f"<html><body><nav>Menu</nav>{page[12:]}"), "https://x/")
+    assert landmarked.dropped == ("landmarks",) and landmarked.text == found.text and landmarked.prose == found.prose
     explained = regions().text(body(page), "https://x/", explain=True)
-    assert [(d.reasons, d.text) for d in explained.decisions if not d.kept] == [
-        (("link list <ul>",), "index.html"),
-        (("link list <ol>",), "Travel | Security · ../index.html"),
+    assert explained.prose == found.prose and explained.text == found.text
+    assert [(d.reasons, d.text, d.prose_only) for d in explained.decisions if not d.kept] == [
+        (("link list <ul>",), "index.html", True),
+        (("link list <ol>",), "Travel | Security · ../index.html", True),
     ]
-    assert "index.html" in regions(link_lists=False).text(body(page), "https://x/").text
+    lines = region_lines(explained, regions(), "https://x/")
+    assert '  snip  <ul> by link list <ul>: "index.html"' in lines, lines
+    assert any(line.startswith("prose:         119 characters") for line in lines), lines
+    unsnipped = regions(link_lists=False).text(body(page), "https://x/")
+    assert unsnipped.text == found.text and unsnipped.prose is None
     assert regions_lines(regions(link_lists=False), "https://x/") == [
-        "regions:       [regions]: landmarks dropped; link lists kept"
+        "regions:       [regions]: landmarks dropped; link lists in snippets"
     ]
     assert len(body(page).xpath("//a")) == 6  # the tree is as parsed: its links are followed
     only_links = "<html><body><ul><li><a href='a.html'>A page</a></li><li><a href='b.html'>B page</a></li></ul></body></html>"
-    assert regions().text(body(only_links), "https://x/").text == "A page B page"  # a page is never emptied
+    alone = regions().text(body(only_links), "https://x/")
+    assert (alone.text, alone.prose) == ("A page B page", None)  # its prose is its text: never emptied
+    links_differ = page.replace("c.html", "d.html").replace("../index.html", "../contents.html")
+    assert regions().text(body(links_differ), "https://x/").text != found.text  # not one content

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.commands.doctor import _embeddings as doctor_embeddings
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.indexer import SolrIndex
@@ -331,7 +333,9 @@ def embeddings_server(wordllama) -> Iterator[type[EmbeddingsServer]]:
     server.shutdown()
 
 
-def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_start(solr_url, embeddings_server) -> None:
+def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_start(
+    solr_url, embeddings_server, caplog
+) -> None:
     spec = f"openai:{embeddings_server.url}?model=test&dimension=256"
     embedder = embedder_from(spec, environ={"SEARCHCRAWL_EMBEDDINGS_API_KEY": "k3y"})
     assert isinstance(embedder, OpenAIEmbedder)
@@ -342,7 +346,17 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
     index.add([document(source, "http://h.test/o", "Onions", paragraph("onion soup", 4), Access.public("t"))])
     index.commit()
     assert PassageIndex(index, embedder).sync(source).embedded >= 1
-    hits = nearest_documents(TrimmedIndex(index, Principals.anonymous()), SemanticModel(embedder), "soup recipe", [], {}, 10)
+    # no floor calibrated for a server's model, none given: no kNN hit (issue 91 review), said at start
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.search.hybrid"):
+        started = semantic_search(spec, "", index)
+    assert started is not None and started.active().floor is None
+    assert "has no similarity floor" in caplog.text and "words alone" in caplog.text
+    finding = doctor_embeddings([], spec)  # `scrapy doctor` says it too
+    assert finding.state == "off" and "no similarity floor" in finding.detail and "?floor=" in finding.fix
+    assert doctor_embeddings([], spec + "&floor=0.7").state == "ok"
+    assert not nearest_documents(TrimmedIndex(index, Principals.anonymous()), started.active(), "soup recipe", [], {}, 10)
+    unfloored = SemanticModel(embedder, 0.0)  # ?floor=0: every passage a candidate
+    hits = nearest_documents(TrimmedIndex(index, Principals.anonymous()), unfloored, "soup recipe", [], {}, 10)
     assert [parent for parent, _ in hits] == [solr_id(source, "http://h.test/o")]
     # a text the server refuses is left out; the other documents' passages are written
     index.add(
@@ -355,10 +369,7 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
     result = PassageIndex(index, embedder).sync(source)
     assert not result.error and result.documents == 2 and result.skipped == 1
     assert [
-        parent
-        for parent, _ in nearest_documents(
-            TrimmedIndex(index, Principals.anonymous()), SemanticModel(embedder), "leek", [], {}, 10
-        )
+        parent for parent, _ in nearest_documents(TrimmedIndex(index, Principals.anonymous()), unfloored, "leek", [], {}, 10)
     ][:1] == [solr_id(source, "http://h.test/s")]
     embeddings_server.dimension_answered = 200  # the server's model is not the one declared
     with pytest.raises(DimensionMismatch):
@@ -367,6 +378,29 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
         embedder_from(f"openai:{embeddings_server.url}?model=test&dimension=300")
     with pytest.raises(DimensionMismatch):
         semantic_search(f"openai:{embeddings_server.url}?model=test&dimension=256", "", index)
+
+
+def test_passages_are_cut_from_the_prose_the_words_query_reads_the_content(solr_url, solr, wordllama) -> None:
+    """Review of issue 91 (point 19): a page's link lists stay in its content, which the words
+    query searches, and out of its prose (stored beside it, content/regions.py), which its passages
+    are cut from and its snippet is highlighted from; a change of the prose alone is a new text."""
+    source = f"sem-{uuid.uuid4().hex[:8]}"
+    index = SolrIndex(solr_url, timeout=30)
+    prose = paragraph("ferry", 3)
+    page = document(source, "http://h.test/t", "Ferries", f"{prose} index.html security.html", Access.public("t"))
+    fields = {"title": "Ferries", "content": page["content"], "outline": [], "prose": prose}
+    assert text_digest(fields) != page["text_digest"]  # the prose is part of what passages are cut from
+    index.add([{**page, "prose": prose, "has_prose": True, "text_digest": text_digest(fields)}])
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).embedded >= 1
+    cut = " ".join(str(p["passage_text"]) for p in passages_of(solr, solr_id(source, "http://h.test/t")))
+    assert "ferry sentence number 2" in cut and "index.html" not in cut and "security.html" not in cut
+    words = TrimmedIndex(index, Principals.anonymous())
+    found = run_search(words, SearchRequest(q="security.html", filters=(("source", source),)))
+    assert [hit.title for hit in found.hits] == ["Ferries"]  # found by its link list's words
+    assert "security.html" not in found.hits[0].snippet  # its snippet is from its prose: none here
+    marked = run_search(words, SearchRequest(q="ferry", filters=(("source", source),)))
+    assert "ferry" in marked.hits[0].snippet.lower() and "index.html" not in marked.hits[0].snippet
 
 
 def test_a_passage_without_a_vector_or_refused_by_solr_never_blocks_the_others(solr_url, solr, wordllama) -> None:

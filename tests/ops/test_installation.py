@@ -119,6 +119,9 @@ def test_semantic_search_installed_configured_and_embedding() -> None:
     )
     assert failing.state == FAILING and "refused" in failing.detail
     assert installation.embeddings_finding("wordllama", [], None).state == OK
+    # issue 91 review: a model with no similarity floor embeds but finds nothing by meaning
+    unfloored = installation.embeddings_finding("openai:http://127.0.0.1:1/v1?model=m", [], None, "has no similarity floor")
+    assert unfloored.state == OFF and "no similarity floor" in unfloored.detail and "?floor=" in unfloored.fix
 
 
 def test_the_exit_code_follows_the_main_job_alone() -> None:

@@ -38,5 +38,19 @@ def test_a_passage_below_the_model_s_floor_is_no_hit() -> None:
     found = nearest_documents(index, SemanticModel(Model(), 0.70), "q", [], {}, 10)  # type: ignore[arg-type]
     assert [parent for parent, _ in found] == ["related", "also"]
     assert not nearest_documents(Index({"unrelated": 0.62}), SemanticModel(Model(), 0.7), "qwxzzy blorft", [], {}, 10)  # type: ignore[arg-type]
-    assert SemanticModel(Model()).floor == 0.0  # not calibrated, none given
+    assert SemanticModel(Model()).floor is None  # not calibrated, none given
     assert SemanticModel(Model(), 0.7).floor == 0.7 and spec_floor("wordllama?floor=0.7") == 0.7 and spec_floor("") is None
+
+
+def test_a_model_with_no_floor_finds_nothing_by_meaning() -> None:
+    """Issue 91 review: a model with no calibrated floor and no ``?floor=`` (any ``openai:`` one,
+    another ONNX file) had floor 0, so every query matched again; now it has no kNN hit at all (the
+    search is its words alone) until the setting gives a floor, 0 included."""
+
+    class Unembeddable(Model):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("a model with no floor need not embed the query")
+
+    index = Index({"related": 0.81, "unrelated": 0.55})
+    assert not nearest_documents(index, SemanticModel(Unembeddable()), "qwxzzy blorft", [], {}, 10)  # type: ignore[arg-type]
+    assert len(nearest_documents(index, SemanticModel(Model(), 0.0), "q", [], {}, 10)) == 2  # type: ignore[arg-type]

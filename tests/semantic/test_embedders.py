@@ -45,7 +45,7 @@ def test_a_model_s_similarity_floor_is_its_calibrated_one_unless_the_setting_giv
     for (kind, digest), floor in CALIBRATED_FLOORS.items():  # by kind and weights, whatever the file's name
         assert calibrated_floor(f"{kind}/renamed/{digest}") == floor and 0.5 < floor < 1
     assert {kind for kind, _ in CALIBRATED_FLOORS} == {"wordllama", "onnx"}
-    assert calibrated_floor("openai/some-model/768") == 0.0  # not calibrated: none, and a warning at start
+    assert calibrated_floor("openai/some-model/768") is None  # not calibrated: none (no kNN hit), a warning at start
 
 
 def test_a_remote_model_needs_a_dimension_the_schema_has_and_an_http_url() -> None:

@@ -34,7 +34,7 @@ from searchcrawl.content.extract import (
     typed_value,
 )
 from searchcrawl.content.field_rules import FieldRules
-from searchcrawl.content.regions import ContentRegions
+from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
@@ -94,15 +94,12 @@ class AttributesPipeline:
             return item
         settings = self.settings
         basis: str | None = None  # the main text, when the checksum is taken over it
+        regioned: RegionText | None = None  # the page's text by its regions, and its prose
         ruled: dict[str, Any] = {}  # the source's field rules' values (HTML only)
         if item.tree is not None:
             ruled = self.field_rules.fields(item.tree, item.url)
             found = meta_tags(item.tree)
-            url = item.url
-            read = item.region_text  # read by the spider already (its soft-error markers)
-            attributes = html_attributes(
-                item.tree, item.headers, lambda body: read if read is not None else self.regions.text(body, url).text
-            )
+            attributes, regioned = self.html(item)
             if settings.main_text or settings.checksum_of == "main_text":
                 main = main_text(item.tree)
                 if main and settings.main_text:
@@ -119,6 +116,10 @@ class AttributesPipeline:
         attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
         attributes.update(ruled)
         attributes.update(item.given)  # what the agent knows wins over what extraction found
+        if regioned is not None and regioned.prose is not None and attributes.get("content") == regioned.text:
+            # the text less its link lists, what snippets and passages are made of (never searched):
+            # only where the content is still the regions' text (not main_text's, not an agent's)
+            attributes.update(prose=regioned.prose, has_prose=True)
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
@@ -136,7 +137,8 @@ class AttributesPipeline:
             note = "indexed without text: its metadata and file name"
             item.note = f"{item.note}; {note}" if item.note else note
         if settings.description_fallback and not attributes.get("description") and content:
-            attributes["description"] = content[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
+            start = attributes.get("prose") or content  # a page's first words, not its first links
+            attributes["description"] = start[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
         item.detect_language = settings.detect_language and not attributes.get("language")
         if item.body is not None and content and not identifies(content):
             logger.debug(
@@ -151,6 +153,19 @@ class AttributesPipeline:
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
         item.fields["display_url"] = item.given.get("display_url") or self.display_urls.display_url(item.url)
         return item
+
+    def html(self, item: CrawledDocument) -> tuple[dict[str, Any], RegionText | None]:
+        """An HTML page's attributes, its text by the source's regions (read by the spider already,
+        for its soft-error markers, or here), and that text with its prose (None: not read)."""
+        url, read = item.url, [item.region_text] if item.region_text is not None else []
+
+        def region_text(body: Any) -> str:
+            if not read:
+                read.append(self.regions.text(body, url))
+            return read[0].text
+
+        attributes = html_attributes(item.tree, item.headers, region_text)
+        return attributes, read[0] if read else None
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
         """Text and attributes of a PDF, office or other file (in a worker process)."""
