@@ -42,8 +42,10 @@ def crawled(project: Project, serve: Any, tmp_path: Path) -> tuple[Project, str,
     return project, name, site.url
 
 
-def editor_client(project: Project) -> tuple[TestClient, str]:
-    config = web_config(project, sources_dir=project.sources_dir, explain_environ=project.env())
+def editor_client(project: Project, local_seeds: bool = False) -> tuple[TestClient, str]:
+    """An administrator's client of the editor; ``local_seeds`` (SEARCHCRAWL_WEB_LOCAL_SEEDS) for a
+    new source whose seed is a test site on 127.0.0.1."""
+    config = web_config(project, sources_dir=project.sources_dir, explain_environ=project.env(), local_seeds=local_seeds)
     web = TestClient(create_app(config), base_url="http://127.0.0.1")
     return web, login(web)
 
@@ -198,7 +200,7 @@ def test_a_test_crawl_sends_five_requests_not_five_answers(project: Project, ser
     for n in range(8):
         (root / f"page{n}.html").write_text(f"<html><head><title>Page {n}</title></head><body><p>Page {n}.</p></body></html>")
     site = serve(root)
-    web, _csrf = editor_client(project)
+    web, _csrf = editor_client(project, local_seeds=True)  # the site's seed is on 127.0.0.1
     form = form_of(web.get("/admin/new-source").text)
     text = source_text(site.url + "index.html", max_depth=1)
     started = web.post("/admin/new-source", data={**form, "name": unique("nine"), "text": text, "action": "test"})
@@ -265,7 +267,7 @@ def test_the_editor_refuses_new_local_seeds_and_its_test_crawl_the_installations
     )
     login(allowed)
     text = form["text"].replace(f'seeds = ["{site.url}index.html"]', f'seeds = ["{site.url}index.html", "{dump}"]')
-    tested = allowed.post(path, data={**form_of(allowed.get(path).text), "text": text, "action": "test"})
+    tested = reported(allowed, allowed.post(path, data={**form_of(allowed.get(path).text), "text": text, "action": "test"}))
     assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
     refused = f"{canonical(dump)} {project.solr_url}/select?q=secret&wt=json"  # the seed, the redirect's target
@@ -292,7 +294,8 @@ def test_a_test_crawl_refuses_the_web_application_that_started_it(project: Proje
         with httpx.Client(base_url=base, timeout=300) as web:
             login(web, password=WEB_PASSWORD)  # type: ignore[arg-type]  # an httpx client, as TestClient is one
             path = f"/admin/source-files/{name}"
-            tested = web.post(path, data={**form_of(web.get(path).text), "action": "test"})
+            started = web.post(path, data={**form_of(web.get(path).text), "action": "test"}, follow_redirects=True)
+            tested = reported(web, started)  # type: ignore[arg-type]  # an httpx client, as TestClient is one
     assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
     assert f"new: 1 {site.url}index.html" in said and f"excluded: 1 {base}/" in said, said[:3000]
