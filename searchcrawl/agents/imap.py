@@ -360,8 +360,8 @@ def others_names(
     """The name ``owner``'s ``folder`` has to the other users (RFC 2342's Other Users' namespace:
     its prefix, the owner, its separator, the folder's name within its own namespace). An INBOX
     is the prefix and the owner alone only where the personal namespace is INBOX's children
-    (Cyrus's ``INBOX.``: ``user.bob``); elsewhere that names the namespace's root (Dovecot's
-    ``shared/bob``). None: the server announces no such namespace, nobody else can open it.
+    (Cyrus's ``INBOX.``: ``user.bob``, where ``user.bob.INBOX`` is bob's ``INBOX.INBOX``);
+    elsewhere ``shared/bob/INBOX`` (Dovecot). None: the server announces no such namespace, nobody else can open it.
     Unmappable: several (which one a reader uses cannot be told); an owner whose name holds a
     separator (Dovecot reads the user back up to the first one: ``shared.john.smith.Reports`` is
     john's ``smith.Reports``); a folder whose name holds the others' separator where its own
