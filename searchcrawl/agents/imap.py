@@ -357,24 +357,36 @@ def _concerns_owner(identifier: str, options: ImapOptions, owner: str) -> bool:
 def others_names(
     personal: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]], owner: str, folder: str
 ) -> tuple[str, ...] | None:
-    """The names, first that exists, that ``owner``'s ``folder`` has to the other users (RFC
-    2342's Other Users' namespace: its prefix, the owner, its separator, the folder's name
-    within its own namespace; Cyrus's INBOX is the prefix and the owner alone). None: the
-    server announces no such namespace, nobody else can open it; Unmappable: several (which
-    one a reader uses cannot be told)."""
+    """The name ``owner``'s ``folder`` has to the other users (RFC 2342's Other Users' namespace:
+    its prefix, the owner, its separator, the folder's name within its own namespace). An INBOX
+    is the prefix and the owner alone only where the personal namespace is INBOX's children
+    (Cyrus's ``INBOX.``: ``user.bob``, where ``user.bob.INBOX`` is bob's ``INBOX.INBOX``);
+    elsewhere ``shared/bob/INBOX`` (Dovecot). None: the server announces no such namespace, nobody else can open it.
+    Unmappable: several (which one a reader uses cannot be told); an owner whose name holds a
+    separator (Dovecot reads the user back up to the first one: ``shared.john.smith.Reports`` is
+    john's ``smith.Reports``); a folder whose name holds the others' separator where its own
+    is another (``a/b`` is a child ``b`` to them)."""
     if not other:
         return None
     if len(other) > 1:
         raise Unmappable(f"the server announces {len(other)} namespaces of other users")
     prefix, separator = other[0]
+    separators = {sep for _, sep in (*personal, *other) if sep}
+    if any(sep in owner for sep in separators):
+        raise Unmappable(f"the owner's name {owner[:80]!r} holds a hierarchy separator ({' '.join(sorted(separators))})")
     own_prefix, own_separator = max(
         ((name, sep) for name, sep in personal if folder.startswith(name)), key=lambda entry: len(entry[0]), default=("", "")
     )
     relative = folder[len(own_prefix) :]
-    if own_separator and separator and own_separator != separator:
-        relative = relative.replace(own_separator, separator)
-    names = (f"{prefix}{owner}{separator}{relative}",)
-    return (*names, f"{prefix}{owner}") if relative.upper() == "INBOX" else names
+    if separator and own_separator != separator:
+        if separator in relative:
+            raise Unmappable(f"the folder's name holds the others' separator {separator!r}, a level for them")
+        if own_separator:
+            relative = relative.replace(own_separator, separator)
+    inbox_parent = any(name.upper() == f"INBOX{sep}" for name, sep in personal if sep)
+    if relative.upper() == "INBOX" and inbox_parent:
+        return (f"{prefix}{owner}",)
+    return (f"{prefix}{owner}{separator}{relative}",)
 
 
 def _without_read(name: str, global_entry: bool, options: ImapOptions, owner: str | None) -> tuple[str, bool] | None:

@@ -20,7 +20,9 @@ from searchcrawl.agents.imap import (
     _KEY,
     Connections,
     ImapAgent,
+    ImapFolder,
     ImapOptions,
+    Unmappable,
     folder_access,
     mailbox_access,
     others_names,
@@ -228,14 +230,50 @@ def test_the_owners_reading_that_depends_on_his_groups_is_refused_him() -> None:
 def test_the_name_a_folder_has_to_the_other_users() -> None:
     dovecot = [("", "/")], [("shared/", "/")]
     assert others_names(*dovecot, "bob", "Reports/2026") == ("shared/bob/Reports/2026",)
-    assert others_names(*dovecot, "bob", "INBOX") == ("shared/bob/INBOX", "shared/bob")
+    # the prefix and the owner alone is Dovecot's namespace root, never bob's INBOX
+    assert others_names(*dovecot, "bob", "INBOX") == ("shared/bob/INBOX",)
     cyrus = [("INBOX.", ".")], [("user.", ".")]
     assert others_names(*cyrus, "bob", "INBOX.Reports") == ("user.bob.Reports",)
-    assert others_names(*cyrus, "bob", "INBOX") == ("user.bob.INBOX", "user.bob")
+    # where the folders are INBOX's children, INBOX is the owner's root: user.bob.INBOX is bob's INBOX.INBOX
+    assert others_names(*cyrus, "bob", "INBOX") == ("user.bob",)
     assert others_names([("", ".")], [("Other/", "/")], "bob", "a.b") == ("Other/bob/a/b",)
     assert others_names([("", "/")], [], "bob", "Reports") is None
     with pytest.raises(Exception, match="2 namespaces"):
         others_names([("", "/")], [("shared/", "/"), ("users/", "/")], "bob", "Reports")
+
+
+def test_an_owner_whose_name_holds_a_separator_has_no_certain_name_to_the_others() -> None:
+    # Dovecot reads the user back up to the first separator: shared.john.smith.Reports is john's smith.Reports
+    maildir = [("", ".")], [("shared.", ".")]
+    for folder in ("Reports", "INBOX"):
+        with pytest.raises(Unmappable, match="separator"):
+            others_names(*maildir, "john.smith", folder)
+    assert others_names(*maildir, "john_smith", "Reports") == ("shared.john_smith.Reports",)
+    # any separator the server announces, the personal one too
+    with pytest.raises(Unmappable, match="separator"):
+        others_names([("", ".")], [("Other/", "/")], "john.smith", "Reports")
+
+
+def test_a_folder_name_holding_the_others_separator_is_another_folder_to_them() -> None:
+    with pytest.raises(Unmappable, match="separator"):
+        others_names([("", ".")], [("Other/", "/")], "bob", "a/b")  # bob's one folder a/b is folder a's child b
+    with pytest.raises(Unmappable, match="separator"):
+        others_names([("", "")], [("Other/", "/")], "bob", "a/b")
+    assert others_names([("", "/")], [("shared/", "/")], "bob", "a/b") == ("shared/bob/a/b",)
+
+
+def test_the_agent_keeps_a_folder_of_an_owner_named_with_a_separator_from_everyone() -> None:
+    class MaildirClient(FakeClient):
+        def namespace(self) -> Any:
+            return Namespace(((b"", b"."),), ((b"shared.", b"."),), None)
+
+        def getacl(self, name: str) -> list[tuple[bytes, bytes]]:
+            # john's own folder smith.Reports, shared with everyone, answers for shared.john.smith.Reports
+            return [(b"john", b"lrwstipekxa"), (b"anyone", b"lr")]
+
+    agent = agent_with(MaildirClient())
+    access, why = agent._access(MaildirClient(), ImapFolder("john.smith", "Reports", "john.smith"))  # type: ignore[arg-type]
+    assert access is None and why is not None and "not certain" in why
 
 
 def test_an_identifier_that_is_no_token_keeps_the_folder_from_everyone() -> None:
