@@ -12,7 +12,8 @@ and its ID token checked before anything of it is believed (joserfc: the signatu
 provider's published keys, the issuer, this client as its audience, the nonce, its time). The
 user is the token's ``user_claim`` (read from the userinfo endpoint, of the token's subject, when
 the token lacks it, or lacks ``groups_claim`` where the principals come from it: providers that
-follow the standard put them there alone; an https endpoint or the issuer's origin only); their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
+follow the standard put them there alone; an https endpoint or the issuer's origin only; groups
+needed but not read make the principals partial); their principals are the directory's (SEARCHCRAWL_LDAP_*), or,
 without a directory or with ``principals = "token"``, ``user:NAME`` and a ``group:`` for each value
 of the token's ``groups_claim``: the same principals as every other sign-in.
 """
@@ -166,38 +167,43 @@ class OidcClient:
             )
         except Exception as exc:  # noqa: BLE001 - authlib raises its own and requests' errors
             raise SignOnError(N_("the code was not exchanged: %(error)s"), error=type(exc).__name__) from None
-        claims = self.completed_claims(self.id_token_claims(str(token.get("id_token") or ""), pending.nonce), token)
+        claims, unread = self.completed_claims(self.id_token_claims(str(token.get("id_token") or ""), pending.nonce), token)
         user = check_user(claims.get(self.config.user_claim), self.config.user_claim)
         groups, partial = group_names(claims.get(self.config.groups_claim))
-        return SignedOn(user, groups, pending.purpose, pending.back, partial)
+        return SignedOn(user, groups, pending.purpose, pending.back, unread or partial)
 
-    def completed_claims(self, claims: dict[str, Any], token: Mapping[str, Any]) -> dict[str, Any]:
+    def completed_claims(self, claims: dict[str, Any], token: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """The checked ID token's ``claims``, with those it lacks read from the userinfo endpoint
         (a provider that follows the standard puts the profile's claims there alone:
         oidc-provider's default conformIdTokenClaims): asked only when the token lacks the user
         claim, or the groups claim while the principals come from it (``groups_needed``). What
         the signed token says wins. Without the user claim a failing endpoint refuses the
-        sign-in; with it the sign-in goes on with the token's claims alone, as before."""
+        sign-in; with it the sign-in goes on with the token's claims, and why the groups the
+        principals need were not read ("" when they were): the principals are then partial,
+        so a deny of a group the user may hold refuses (fail closed)."""
         has_user = self.config.user_claim in claims
         if has_user and (self.config.groups_claim in claims or not self.groups_needed):
-            return claims
+            return claims, ""
         try:
-            return {**self.userinfo_claims(str(token.get("access_token") or ""), claims["sub"]), **claims}
+            return {**self.userinfo_claims(str(token.get("access_token") or ""), claims["sub"]), **claims}, ""
         except SignOnError as exc:
             if not has_user:
                 raise
-            logger.warning("OpenID Connect: the groups the ID token lacks are not read (%s): signed in without them", exc)
-            return claims
+            logger.warning("OpenID Connect: the groups the ID token lacks are not read (%s): a deny of any group refuses", exc)
+            return claims, f"the provider's groups were not read: {exc}"
 
     def userinfo_claims(self, access_token: str, subject: str) -> dict[str, Any]:
-        """The claims of the provider's userinfo endpoint (none without an endpoint or an access
-        token), read with the access token; they are believed only of the ID token's subject
+        """The claims of the provider's userinfo endpoint (none without an endpoint: the token is
+        all it says), read with the access token (SignOnError without one: they cannot be read);
+        they are believed only of the ID token's subject
         (OpenID Connect Core 5.3.2: another ``sub`` is refused, never merged), and asked only of an
         https endpoint or one at the issuer's own origin: the access token goes nowhere else, and
         no one on the path of a plain http request rewrites the user's name."""
         endpoint = self.discovery().get("userinfo_endpoint")
-        if not isinstance(endpoint, str) or not endpoint or not access_token:
+        if not isinstance(endpoint, str) or not endpoint:
             return {}
+        if not access_token:
+            raise SignOnError(N_("the provider gave no access token to read its userinfo endpoint with"))
         issuer = origin_of(self.discovery()["issuer"])
         if not endpoint.lower().startswith("https://") and (issuer is None or origin_of(endpoint) != issuer):
             raise SignOnError(N_("the provider's userinfo endpoint is neither https nor at its issuer's origin"))

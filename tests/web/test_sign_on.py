@@ -108,7 +108,8 @@ def test_userinfo_claims_are_believed_only_of_the_id_tokens_subject() -> None:
     with pytest.raises(SignOnError, match="another user"):
         client.userinfo_claims("token-1", "mallory-id")
     asked.clear()
-    assert client.userinfo_claims("", "alice-id") == {}
+    with pytest.raises(SignOnError, match="no access token"):  # the endpoint cannot be read: fail closed
+        client.userinfo_claims("", "alice-id")
     client._discovery = {"issuer": "http://127.0.0.1:1"}
     assert client.userinfo_claims("token-1", "alice-id") == {} and asked == []
 
@@ -137,34 +138,42 @@ def test_userinfo_is_asked_only_over_https_or_at_the_issuers_origin() -> None:
     assert asked == ["https://idp.example/me", "HTTP://127.0.0.1:1/userinfo"]
 
 
+UNREAD = "the provider's groups were not read: "
+
+
 @pytest.mark.parametrize(
-    ("claims", "groups_needed", "answer", "expected"),
+    ("claims", "groups_needed", "answer", "expected", "partial"),
     [
         # the token names the user, the principals are the directory's: nothing asked
-        ({"sub": "s", "preferred_username": "alice"}, False, "fails", {"sub": "s", "preferred_username": "alice"}),
-        ({"sub": "s", "preferred_username": "alice", "groups": ["a"]}, True, "fails", None),
+        ({"sub": "s", "preferred_username": "alice"}, False, "fails", {"sub": "s", "preferred_username": "alice"}, ""),
+        ({"sub": "s", "preferred_username": "alice", "groups": ["a"]}, True, "fails", None, ""),
         # groups the principals need, from the endpoint; the token's name wins
         (
             {"sub": "s", "preferred_username": "alice"},
             True,
             {"sub": "s", "preferred_username": "mallory", "groups": ["a"]},
             {"sub": "s", "preferred_username": "alice", "groups": ["a"]},
+            "",
         ),
-        # an endpoint that fails while the token names the user: signed in as before, no groups
-        ({"sub": "s", "preferred_username": "alice"}, True, "fails", {"sub": "s", "preferred_username": "alice"}),
-        ({"sub": "s", "preferred_username": "alice"}, True, "another", {"sub": "s", "preferred_username": "alice"}),
+        # an endpoint that answers without groups: the provider gives the user none
+        ({"sub": "s", "preferred_username": "alice"}, True, {"sub": "s"}, {"sub": "s", "preferred_username": "alice"}, ""),
+        # an endpoint that fails, or names another sub, while the token names the user: signed in,
+        # no groups, partial (a deny refuses)
+        ({"sub": "s", "preferred_username": "alice"}, True, "fails", {"sub": "s", "preferred_username": "alice"}, UNREAD),
+        ({"sub": "s", "preferred_username": "alice"}, True, "another", {"sub": "s", "preferred_username": "alice"}, UNREAD),
         # no user claim: the endpoint must say it
-        ({"sub": "s"}, False, {"sub": "s", "preferred_username": "alice"}, {"sub": "s", "preferred_username": "alice"}),
-        ({"sub": "s"}, False, "fails", SignOnError),
+        ({"sub": "s"}, False, {"sub": "s", "preferred_username": "alice"}, {"sub": "s", "preferred_username": "alice"}, ""),
+        ({"sub": "s"}, False, "fails", SignOnError, ""),
     ],
 )
 def test_userinfo_is_asked_only_for_what_the_sign_in_needs(
-    claims: dict[str, object], groups_needed: bool, answer: object, expected: object
+    claims: dict[str, object], groups_needed: bool, answer: object, expected: object, partial: str
 ) -> None:
     """Issue 91 review: the endpoint was asked whenever the groups claim was missing, also when
     the principals come from the directory, and a failing endpoint refused sign-ins that worked
     before. It is asked when the token lacks the user claim, or the groups the principals need;
-    its failure refuses only a sign-in that has no user without it."""
+    its failure refuses only a sign-in that has no user without it, and otherwise says why the
+    groups are missing."""
     client = OidcClient(OidcConfig("https://idp.example", "client", "secret"), groups_needed=groups_needed)
     client._discovery = {"issuer": "https://idp.example", "userinfo_endpoint": "https://idp.example/me"}
     asked: list[str] = []
@@ -180,5 +189,51 @@ def test_userinfo_is_asked_only_for_what_the_sign_in_needs(
         with pytest.raises(SignOnError):
             client.completed_claims(dict(claims), {"access_token": "token-1"})
         return
-    assert client.completed_claims(dict(claims), {"access_token": "token-1"}) == (expected or claims)
+    completed, unread = client.completed_claims(dict(claims), {"access_token": "token-1"})
+    assert completed == (expected or claims)
+    assert unread.startswith(partial) and bool(unread) == bool(partial)
     assert bool(asked) == (not ("groups" in claims or not groups_needed) or "preferred_username" not in claims)
+
+
+@pytest.mark.parametrize(
+    ("discovery", "access_token"),
+    [
+        ({"userinfo_endpoint": "https://idp.example/me"}, "token-1"),  # the endpoint fails
+        ({"userinfo_endpoint": "http://127.0.0.1:2/me"}, "token-1"),  # refused: http at another host
+        ({"userinfo_endpoint": "https://idp.example/me"}, ""),  # no access token to ask with
+    ],
+)
+def test_a_contractor_whose_groups_were_not_read_is_refused_a_document_contractors_are_denied(
+    monkeypatch: pytest.MonkeyPatch, discovery: dict[str, str], access_token: str
+) -> None:
+    """Issue 91 final review: with the user claim in the ID token, the groups the principals need
+    in the userinfo endpoint alone, and that endpoint failing, refused or not asked, the user was
+    signed in with no groups and complete principals: a document allowed to everyone signed in
+    but denying group:contractors (here: carol's) was shown to a contractor. The sign-in is now partial, so the
+    deny refuses (fail closed), as a group walk cut at its bounds does."""
+    client = OidcClient(OidcConfig("https://idp.example", "client", "secret"))
+    client._discovery = {
+        "issuer": "https://idp.example",
+        "authorization_endpoint": "https://idp.example/auth",
+        "token_endpoint": "https://idp.example/token",
+        "jwks_uri": "https://idp.example/jwks",
+        **discovery,
+    }
+
+    def get_json(url: str, headers: dict[str, str] | None = None) -> dict[str, object]:
+        raise SignOnError("the provider does not answer as it should: %(error)s", error="ConnectionError")
+
+    client._get_json = get_json  # type: ignore[method-assign]
+    client.id_token_claims = lambda id_token, nonce: {"sub": "carol-id", "preferred_username": "carol"}  # type: ignore[method-assign]
+    monkeypatch.setattr(
+        "searchcrawl.web.oidc.OAuth2Session.fetch_token",
+        lambda *args, **kwargs: {"id_token": "checked", "access_token": access_token},
+    )
+    key, _url = client.start("search", "https://search.example/login/oidc/callback")
+    state = client.pending._pending[key][1].state
+    signed = client.finish(key, {"state": state, "code": "code-1"})
+    assert (signed.user, signed.groups) == ("carol", ()) and signed.partial.startswith(UNREAD)
+    principals = provider_principals(signed.user, signed.groups, "test", signed.partial)
+    access = Access.of([Grant("user:carol", "test")], [Grant("group:contractors", "test")])
+    assert not decide(access, principals).granted
+    assert decide(access, provider_principals("carol", (), "test")).granted  # the groups read, none: shown
