@@ -13,6 +13,7 @@ machine answers at each of them) is asked at each check (``on_this_machine``).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
@@ -111,18 +112,46 @@ def on_this_machine(address: str) -> bool:
     answers there): a socket can be bound to it. Asked at each check, without traffic, since
     what the host name resolves to is not every interface (eth0, docker0, a VPN), and
     interfaces come and go. A kernel that binds any address (``ip_nonlocal_bind``) makes every
-    address this machine's: the services' ports are then refused everywhere (fail closed)."""
+    address this machine's: the services' ports are then refused everywhere (fail closed).
+
+    Only the kernel's "not an address of this machine" (EADDRNOTAVAIL; EAFNOSUPPORT for an IPv6
+    address where IPv6 is off) answers no: any other error (no file descriptor left, EMFILE,
+    ENOBUFS, a sandbox's EPERM) leaves the question open, and the answer is yes (fail closed). A
+    link-local IPv6 address is tried on each interface (the kernel binds it only with a zone)."""
     ip = ip_of(address)
     if ip is None or ip.is_multicast:
         return False
     if ip.is_loopback or ip.is_unspecified:
         return True
+    if ip.version == 6 and ip.is_link_local:
+        zones = [index for index, _name in _interfaces()]
+        return any(_bindable(socket.AF_INET6, (str(ip), 0, 0, zone)) for zone in zones) if zones else True
+    return _bindable(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, (str(ip), 0))
+
+
+# what bind() answers for an address that is not this machine's (any other error: it may be)
+_NOT_THIS_MACHINE = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
+
+
+def _bindable(family: socket.AddressFamily, where: tuple[Any, ...]) -> bool:
+    """Whether a socket can be bound to ``where``; True when the kernel does not say it cannot."""
     try:
-        with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((str(ip), 0))
-    except OSError:
-        return False
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind(where)
+    except OSError as exc:
+        if exc.errno in _NOT_THIS_MACHINE:
+            return False
+        logger.debug("Whether %s is this machine's is unknown (%s): taken as this machine's", where[0], exc)
+        return True
     return True
+
+
+def _interfaces() -> list[tuple[int, str]]:
+    """This machine's network interfaces (index, name); none when they cannot be listed."""
+    try:
+        return socket.if_nameindex()
+    except OSError:
+        return []
 
 
 def own_services_of(get: Callable[[str], Any]) -> OwnServices:
