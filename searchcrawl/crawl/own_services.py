@@ -7,7 +7,7 @@ SolrCloud, every live node its cluster state names, learnt when the crawl starts
 SEARCHCRAWL_SOLR_NODES_REFRESH seconds after: ``live_solr_nodes``), Tika, the web
 application (where it listens, and its public addresses behind a proxy), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
-once, when the crawl starts; whether an address is this machine's own (a service on this
+when the crawl starts and again with the live nodes (``own_services_now``); whether an address is this machine's own (a service on this
 machine answers at each of them) is asked at each check (``on_this_machine``).
 """
 
@@ -43,6 +43,10 @@ OWN_SERVICE_SETTINGS = (
     "SEARCHCRAWL_METRICS_PORT",
     "SEARCHCRAWL_SCRAPYD_URL",
 )
+
+
+# services, with the addresses their names resolved to
+LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
 
 def own_services(get: Callable[[str], Any]) -> list[OwnService]:
@@ -157,13 +161,17 @@ def _interfaces() -> list[tuple[int, str]]:
 def own_services_of(get: Callable[[str], Any]) -> OwnServices:
     """The installation's services (``own_services``) with their names' addresses, and how this
     machine's own addresses are told (``on_this_machine``)."""
+    return OwnServices(*own_services_now(get), on_this_machine)
+
+
+def own_services_now(get: Callable[[str], Any]) -> LiveNodes:
+    """The services the settings name, with the addresses their names resolve to now (read
+    again with a SolrCloud's live nodes: a name's address changes)."""
     services = own_services(get)
-    return OwnServices(services, addresses_of(service.host for service in services), on_this_machine)
+    return services, addresses_of(service.host for service in services)
 
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes
-
-LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
 
 def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | None:

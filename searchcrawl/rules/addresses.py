@@ -206,13 +206,14 @@ class OwnServices:
 
     def add(self, services: Iterable[OwnService], addresses: Mapping[str, Iterable[str]] | None = None) -> None:
         """More services (a SolrCloud's live nodes, learnt once the crawl asked), with the
-        addresses their names resolved to."""
+        addresses their names resolved to. A service known already (its name read again) gets
+        the new addresses too: a node whose pod restarted elsewhere keeps being refused, at
+        its old and its new address."""
         for service in services:
             host = normalize_host(service.host)
             named = self.by_name.setdefault((host, service.port), [])
-            if service in named:
-                continue  # a live node learnt again
-            named.append(service)
+            if service not in named:
+                named.append(service)
             if service.path:
                 continue  # behind a proxy: its addresses are the proxy's
             found = [_address(host), *(_address(address) for address in (addresses or {}).get(service.host, ()))]

@@ -83,3 +83,16 @@ def test_ipv6_forms_that_carry_an_ipv4_address_are_that_address() -> None:
         assert own.at("rebound.test", 8983, addresses=[host]) == SOLR, host
     assert str(ip_of("::1")) == "::1" and str(ip_of("::")) == "::"  # IPv6's own loopback and unspecified
     assert str(ip_of("2001:db8::7f00:1")) == "2001:db8::7f00:1"
+
+
+def test_a_known_service_read_again_keeps_its_new_addresses() -> None:
+    """Hostile review of issue 91 point 1: ``add`` skipped a service it knew, so when a SolrCloud
+    node's pod restarted at another address, the new address was thrown away and crawled. A name
+    read again adds its new addresses; the old ones stay refused."""
+    own = OwnServices([SOLR])
+    node = OwnService("a node of Solr", "solr-1.solr-headless", 8983)
+    own.add([node], {"solr-1.solr-headless": ["10.244.1.5"]})
+    own.add([node], {"solr-1.solr-headless": ["10.244.2.9"]})
+    assert own.at("10.244.2.9", 8983) == node
+    assert own.at("10.244.1.5", 8983) == node
+    assert own.at("10.244.2.9", 8984) is None

@@ -49,7 +49,7 @@ from twisted.python.failure import Failure
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of
-from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_of, solr_nodes
+from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_now, own_services_of, solr_nodes
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnServices, Refusal, ip_of, site_of_url
@@ -135,12 +135,15 @@ class AddressGuardMiddleware:
             self.learn_solr_nodes()
 
     def learn_solr_nodes(self) -> None:
-        """Ask a SolrCloud for its live nodes (on a thread, one question at a time): they are
-        refused like SOLR_URL's, a node that joins later too."""
+        """Resolve the services' names again, and ask a SolrCloud for its live nodes (on a
+        thread, one question at a time): they are refused like SOLR_URL's, a node that joins
+        later too, and a name's new address as well as its old."""
         if self.asking is not None and not self.asking.called:
             return
         settings = self.crawler.settings
-        self.asking = deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings))
+        self.asking = deferToThread(own_services_now, settings.get)
+        self.asking.addCallback(lambda found: self.policy.own.add(*found))
+        self.asking.addCallback(lambda _: deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings)))
         self.asking.addCallbacks(self._learnt, self._not_learnt)
         if self.learning is None:
             self.learning = self.asking

@@ -226,6 +226,27 @@ def test_a_solrclouds_live_nodes_are_read_again_and_unknown_ones_fail_closed(
     assert not middleware.refresh.running
 
 
+def test_the_services_names_are_resolved_again_with_the_live_nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile review of issue 91 point 1: SOLR_URL's and the other services' names were resolved
+    once, when the crawl started; Tika moved to another address was crawled there. They are
+    resolved again each time the live nodes are read."""
+    from searchcrawl.crawl.middlewares import address_guard
+    from searchcrawl.rules.addresses import OwnService
+
+    tika = OwnService("Tika", "tika.corp.test", 9998)
+    moves = iter(["10.0.0.21", "10.0.0.22"])
+    monkeypatch.setattr(address_guard, "own_services_now", lambda get: ([tika], {"tika.corp.test": [next(moves)]}))
+    monkeypatch.setattr(address_guard, "live_solr_nodes", lambda url, auth: ([], {}))
+    monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: succeed(call(*args)))
+    middleware = guard(tmp_path, 'seeds = ["http://10.0.0.21:9998/", "http://10.0.0.22:9998/"]\n')
+    middleware.learn_solr_nodes()
+    assert middleware.policy.refusal("10.0.0.21", 9998, ["10.0.0.21"]) is not None
+    assert middleware.policy.refusal("10.0.0.22", 9998, ["10.0.0.22"]) is None  # not there yet
+    middleware.learn_solr_nodes()  # a minute later: Tika answers at another address
+    refused = middleware.policy.refusal("10.0.0.22", 9998, ["10.0.0.22"])
+    assert refused is not None and refused[0] == Status.OWN_SERVICE
+
+
 def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The crawl's resolver checks what an admitted name connects to; the rendering browser
     resolves names itself, so for it an admitted name is looked up before it may load it (a
