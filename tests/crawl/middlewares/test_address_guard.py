@@ -247,6 +247,37 @@ def test_the_services_names_are_resolved_again_with_the_live_nodes(tmp_path: Pat
     assert refused is not None and refused[0] == Status.OWN_SERVICE
 
 
+def test_through_a_proxy_an_admitted_name_is_resolved_for_the_own_services(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile review of issue 91 point 1: through a [proxy] the crawl's resolver sees only the
+    proxy's name, so a name the domain rules admit, resolving to Solr's address, was never
+    checked by address. It is resolved here: one of ours is refused (944); a name that does not
+    resolve here is the proxy's to resolve; a no_proxy host goes direct, through the resolver."""
+    answers = {"solr-alias.corp.test": "10.0.0.30", "wiki.corp.test": "10.0.0.31"}
+    asked: list[str] = []
+
+    async def getaddrinfo(self: object, host: str, port: int, **kwargs: object) -> list[tuple[object, ...]]:
+        asked.append(host)
+        if host not in answers:
+            raise OSError("no such name")
+        return [(2, 1, 6, "", (answers[host], port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    source = (
+        'seeds = ["http://wiki.corp.test/"]\ndomains = { include = ["corp.test"] }\n'
+        '[proxy]\nurl = "http://proxy.corp.test:3128"\nno_proxy = ["direct.corp.test"]\n'
+    )
+    crawler = source_crawler(tmp_path, source, SOLR_URL="http://10.0.0.30:8983/solr/docs", HTTPPROXY_ENABLED=True)
+    middleware = build_from_crawler(AddressGuardMiddleware, crawler)
+    assert check(middleware, "http://solr-alias.corp.test:8983/solr/docs/select?q=*:*") == Status.OWN_SERVICE
+    assert check(middleware, "http://wiki.corp.test:8983/page") is None  # another machine's 8983
+    assert check(middleware, "http://outside.corp.test:8983/") is None  # the proxy resolves it
+    asked.clear()
+    assert check(middleware, "http://direct.corp.test:8983/") is None  # direct: the resolver checks it
+    assert asked == []
+
+
 def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The crawl's resolver checks what an admitted name connects to; the rendering browser
     resolves names itself, so for it an admitted name is looked up before it may load it (a
