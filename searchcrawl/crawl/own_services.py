@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import re
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -194,10 +195,20 @@ def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | 
         logger.debug("No SolrCloud live nodes in the cluster state: %r", exc)
         return None
     scheme = urlsplit(solr_url.split(",")[0]).scheme or "http"
-    nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{str(node).split('_', 1)[0]}/") for node in live]
+    nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{address}/") for address in map(node_address, live) if address]
     services = [node for node in nodes if node is not None]
     logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
     return services, addresses_of(node.host for node in services)
+
+
+# a live node's name: host:port_context (``solr_node1:8983_solr``; a host name may hold ``_``)
+_NODE_NAME = re.compile(r"^(.+):(\d+)_")
+
+
+def node_address(name: object) -> str | None:
+    """The host:port of a SolrCloud live node's name, None for a name of another form."""
+    match = _NODE_NAME.match(str(name))
+    return f"{match[1]}:{match[2]}" if match else None
 
 
 def is_standalone(error: IndexingError) -> bool:

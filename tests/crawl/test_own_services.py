@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import ipaddress
 import os
 import socket
@@ -18,12 +19,13 @@ from searchcrawl.crawl.own_services import (
     OWN_SERVICE_SETTINGS,
     is_standalone,
     live_solr_nodes,
+    node_address,
     on_this_machine,
     own_service_environ,
     own_services,
     own_services_of,
 )
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService
 
 
@@ -172,3 +174,18 @@ def test_a_solr_that_does_not_name_its_live_nodes_is_not_taken_for_a_standalone_
     assert not is_standalone(IndexingError("no", refused=True, status=403, reason="Unauthorized request, Response code: 403"))
     assert not is_standalone(IndexingError("no", status=None, reason="http://solr.test:8983/solr: timed out"))
     assert not is_standalone(IndexingError("no", refused=True, status=400, reason="unknown action"))
+
+
+def test_a_live_nodes_name_is_split_at_its_ports_underscore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile review of issue 91 point 1: a live node's name was cut at its first ``_``, so
+    ``solr_node1:8983_solr`` became solr:80 and the node itself was crawled."""
+    state = {"cluster": {"live_nodes": ["solr_node1:8983_solr", "10.0.0.8:8984_solr"]}}
+    monkeypatch.setattr(SolrIndex, "request", lambda self, *args, **kwargs: json.dumps(state))
+    learnt = live_solr_nodes("http://solr_node1:8983/solr/docs", None)
+    assert learnt is not None
+    assert [(node.host, node.port) for node in learnt[0]] == [("solr_node1", 8983), ("10.0.0.8", 8984)]
+    assert node_address("solr_node1:8983_solr") == "solr_node1:8983"
+    assert node_address("10.0.0.8:8983_solr") == "10.0.0.8:8983"
+    assert node_address("solr-1.solr_headless:8984_solr_x") == "solr-1.solr_headless:8984"
+    assert node_address("[::1]:8983_solr") == "[::1]:8983"
+    assert node_address("solr_node1") is None
