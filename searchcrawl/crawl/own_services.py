@@ -159,10 +159,14 @@ def _interfaces() -> list[tuple[int, str]]:
         return []
 
 
-def own_services_of(get: Callable[[str], Any]) -> OwnServices:
+def own_services_of(get: Callable[[str], Any], solr_ports_crawled: bool = False) -> OwnServices:
     """The installation's services (``own_services``) with their names' addresses, and how this
-    machine's own addresses are told (``on_this_machine``)."""
-    return OwnServices(*own_services_now(get), on_this_machine)
+    machine's own addresses are told (``on_this_machine``); unless ``solr_ports_crawled``
+    (SEARCHCRAWL_CRAWL_SOLR_PORTS), every internal address on a port of SOLR_URL's nodes too."""
+    own = OwnServices(*own_services_now(get), on_this_machine)
+    if not solr_ports_crawled:
+        own.guard_solr_ports(solr_nodes(get))
+    return own
 
 
 def own_services_now(get: Callable[[str], Any]) -> LiveNodes:

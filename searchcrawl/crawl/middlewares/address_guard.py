@@ -114,7 +114,7 @@ class AddressGuardMiddleware:
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
         agent = getattr(crawler.spider, "agent", None)  # a source of another type: its spider's
         boundary = admission_of(crawler).chain.boundary
-        own = own_services_of(crawler.settings.get)
+        own = own_services_of(crawler.settings.get, crawler.settings.getbool("SEARCHCRAWL_CRAWL_SOLR_PORTS"))
         return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None, own)
 
     def engine_started(self) -> None:

@@ -203,7 +203,12 @@ def test_a_solrclouds_live_nodes_are_read_again_and_unknown_ones_fail_closed(
     monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: succeed(call(*args)))
     middleware = build_from_crawler(
         AddressGuardMiddleware,
-        source_crawler(tmp_path, 'seeds = ["http://10.0.0.7:8983/"]\n', SOLR_URL="http://solr1.corp.test:8983/solr/docs"),
+        source_crawler(
+            tmp_path,
+            'seeds = ["http://10.0.0.7:8983/"]\n',
+            SOLR_URL="http://solr1.corp.test:8983/solr/docs",
+            SEARCHCRAWL_CRAWL_SOLR_PORTS=True,  # else Solr's port is refused at every internal address
+        ),
     )
     policy = middleware.policy
     assert policy.refusal("10.0.0.7", 8983, ["10.0.0.7"]) is None  # a seed's site, before asking
@@ -268,7 +273,9 @@ def test_through_a_proxy_an_admitted_name_is_resolved_for_the_own_services(
         'seeds = ["http://wiki.corp.test/"]\ndomains = { include = ["corp.test"] }\n'
         '[proxy]\nurl = "http://proxy.corp.test:3128"\nno_proxy = ["direct.corp.test"]\n'
     )
-    crawler = source_crawler(tmp_path, source, SOLR_URL="http://10.0.0.30:8983/solr/docs", HTTPPROXY_ENABLED=True)
+    crawler = source_crawler(
+        tmp_path, source, SOLR_URL="http://10.0.0.30:8983/solr/docs", HTTPPROXY_ENABLED=True, SEARCHCRAWL_CRAWL_SOLR_PORTS=True
+    )
     middleware = build_from_crawler(AddressGuardMiddleware, crawler)
     assert check(middleware, "http://solr-alias.corp.test:8983/solr/docs/select?q=*:*") == Status.OWN_SERVICE
     assert check(middleware, "http://wiki.corp.test:8983/page") is None  # another machine's 8983
@@ -332,3 +339,20 @@ def test_the_installations_own_services_are_refused_whatever_the_source_says(
         assert check(middleware, url) == Status.OWN_SERVICE, url
     assert check(middleware, "http://127.0.0.1:8766/docs/") is None  # a site beside them
     assert check(middleware, "http://localhost:8770/") is None
+
+
+def test_solr_in_a_container_is_refused_at_its_container_address(tmp_path: Path) -> None:
+    """Hostile review of issue 91 point 1: Solr behind Docker's -p 8983:8983 (SOLR_URL on
+    localhost) was crawled at its container address, which no name gives. By default every
+    internal address on a port of SOLR_URL's nodes is refused (944); SEARCHCRAWL_CRAWL_SOLR_PORTS
+    gives them back to the sources."""
+    dump = "http://172.17.0.2:8983/solr/core/select?q=*:*&wt=csv&fl=url,content"
+    source = f'seeds = ["{dump}", "http://172.17.0.2:8984/"]\nindex_dynamic_pages = true\n'
+    default = build_from_crawler(AddressGuardMiddleware, source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core"))
+    assert check(default, dump) == Status.OWN_SERVICE
+    assert check(default, "http://172.17.0.2:8984/") is None  # a site beside it
+    allowed = build_from_crawler(
+        AddressGuardMiddleware,
+        source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core", SEARCHCRAWL_CRAWL_SOLR_PORTS=True),
+    )
+    assert check(allowed, dump) is None
