@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import ipaddress
+import json
 import os
 import socket
 import struct

@@ -348,7 +348,9 @@ def test_solr_in_a_container_is_refused_at_its_container_address(tmp_path: Path)
     gives them back to the sources."""
     dump = "http://172.17.0.2:8983/solr/core/select?q=*:*&wt=csv&fl=url,content"
     source = f'seeds = ["{dump}", "http://172.17.0.2:8984/"]\nindex_dynamic_pages = true\n'
-    default = build_from_crawler(AddressGuardMiddleware, source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core"))
+    default = build_from_crawler(
+        AddressGuardMiddleware, source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core")
+    )
     assert check(default, dump) == Status.OWN_SERVICE
     assert check(default, "http://172.17.0.2:8984/") is None  # a site beside it
     allowed = build_from_crawler(
