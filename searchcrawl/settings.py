@@ -50,6 +50,9 @@ SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon 
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
 SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
 SEARCHCRAWL_SOLR_NODES_REFRESH = 60  # seconds between two readings of a SolrCloud's live nodes (0: once)
+# A crawl requests internal addresses (private, loopback, link-local) on the ports of SOLR_URL's
+# nodes (but 80 and 443): off, they may be Solr under an address no name gives (a container's)
+SEARCHCRAWL_CRAWL_SOLR_PORTS = False
 
 # --- Conversion of PDF, office and other files ---------------------------------------------------
 # An Apache Tika server converts them when this is set (`scrapy tika start` starts one and prints

@@ -7,14 +7,16 @@ SolrCloud, every live node its cluster state names, learnt when the crawl starts
 SEARCHCRAWL_SOLR_NODES_REFRESH seconds after: ``live_solr_nodes``), Tika, the web
 application (where it listens, and its public addresses behind a proxy), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
-once, when the crawl starts; whether an address is this machine's own (a service on this
+when the crawl starts and again with the live nodes (``own_services_now``); whether an address is this machine's own (a service on this
 machine answers at each of them) is asked at each check (``on_this_machine``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import re
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -42,6 +44,10 @@ OWN_SERVICE_SETTINGS = (
     "SEARCHCRAWL_METRICS_PORT",
     "SEARCHCRAWL_SCRAPYD_URL",
 )
+
+
+# services, with the addresses their names resolved to
+LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
 
 def own_services(get: Callable[[str], Any]) -> list[OwnService]:
@@ -111,30 +117,66 @@ def on_this_machine(address: str) -> bool:
     answers there): a socket can be bound to it. Asked at each check, without traffic, since
     what the host name resolves to is not every interface (eth0, docker0, a VPN), and
     interfaces come and go. A kernel that binds any address (``ip_nonlocal_bind``) makes every
-    address this machine's: the services' ports are then refused everywhere (fail closed)."""
+    address this machine's: the services' ports are then refused everywhere (fail closed).
+
+    Only the kernel's "not an address of this machine" (EADDRNOTAVAIL; EAFNOSUPPORT for an IPv6
+    address where IPv6 is off) answers no: any other error (no file descriptor left, EMFILE,
+    ENOBUFS, a sandbox's EPERM) leaves the question open, and the answer is yes (fail closed). A
+    link-local IPv6 address is tried on each interface (the kernel binds it only with a zone)."""
     ip = ip_of(address)
     if ip is None or ip.is_multicast:
         return False
     if ip.is_loopback or ip.is_unspecified:
         return True
+    if ip.version == 6 and ip.is_link_local:
+        zones = [index for index, _name in _interfaces()]
+        return any(_bindable(socket.AF_INET6, (str(ip), 0, 0, zone)) for zone in zones) if zones else True
+    return _bindable(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, (str(ip), 0))
+
+
+# what bind() answers for an address that is not this machine's (any other error: it may be)
+_NOT_THIS_MACHINE = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
+
+
+def _bindable(family: socket.AddressFamily, where: tuple[Any, ...]) -> bool:
+    """Whether a socket can be bound to ``where``; True when the kernel does not say it cannot."""
     try:
-        with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((str(ip), 0))
-    except OSError:
-        return False
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind(where)
+    except OSError as exc:
+        if exc.errno in _NOT_THIS_MACHINE:
+            return False
+        logger.debug("Whether %s is this machine's is unknown (%s): taken as this machine's", where[0], exc)
+        return True
     return True
 
 
-def own_services_of(get: Callable[[str], Any]) -> OwnServices:
+def _interfaces() -> list[tuple[int, str]]:
+    """This machine's network interfaces (index, name); none when they cannot be listed."""
+    try:
+        return socket.if_nameindex()
+    except OSError:
+        return []
+
+
+def own_services_of(get: Callable[[str], Any], solr_ports_crawled: bool = False) -> OwnServices:
     """The installation's services (``own_services``) with their names' addresses, and how this
-    machine's own addresses are told (``on_this_machine``)."""
+    machine's own addresses are told (``on_this_machine``); unless ``solr_ports_crawled``
+    (SEARCHCRAWL_CRAWL_SOLR_PORTS), every internal address on a port of SOLR_URL's nodes too."""
+    own = OwnServices(*own_services_now(get), on_this_machine)
+    if not solr_ports_crawled:
+        own.guard_solr_ports(solr_nodes(get))
+    return own
+
+
+def own_services_now(get: Callable[[str], Any]) -> LiveNodes:
+    """The services the settings name, with the addresses their names resolve to now (read
+    again with a SolrCloud's live nodes: a name's address changes)."""
     services = own_services(get)
-    return OwnServices(services, addresses_of(service.host for service in services), on_this_machine)
+    return services, addresses_of(service.host for service in services)
 
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes
-
-LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
 
 def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | None:
@@ -157,10 +199,20 @@ def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | 
         logger.debug("No SolrCloud live nodes in the cluster state: %r", exc)
         return None
     scheme = urlsplit(solr_url.split(",")[0]).scheme or "http"
-    nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{str(node).split('_', 1)[0]}/") for node in live]
+    nodes = [OwnService.of_url("a node of Solr", f"{scheme}://{address}/") for address in map(node_address, live) if address]
     services = [node for node in nodes if node is not None]
     logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
     return services, addresses_of(node.host for node in services)
+
+
+# a live node's name: host:port_context (``solr_node1:8983_solr``; a host name may hold ``_``)
+_NODE_NAME = re.compile(r"^(.+):(\d+)_")
+
+
+def node_address(name: object) -> str | None:
+    """The host:port of a SolrCloud live node's name, None for a name of another form."""
+    match = _NODE_NAME.match(str(name))
+    return f"{match[1]}:{match[2]}" if match else None
 
 
 def is_standalone(error: IndexingError) -> bool:

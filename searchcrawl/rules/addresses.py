@@ -190,7 +190,19 @@ class OwnServices:
         # a SolrCloud whose live nodes cannot be learnt now: any internal address on one of these
         # ports may be one of its nodes (``nodes_unknown``)
         self.unknown_nodes: dict[int, OwnService] = {}
+        # the ports of SOLR_URL's nodes, where any internal address may be Solr under an address
+        # no name gives (a container's, 172.17.0.2:8983, behind Docker's -p 8983:8983)
+        self.solr_ports: dict[int, OwnService] = {}
         self.add(services, addresses)
+
+    def guard_solr_ports(self, nodes: Iterable[OwnService]) -> None:
+        """Refuse every internal address on the port of one of ``nodes`` (SOLR_URL's), for good
+        (SEARCHCRAWL_CRAWL_SOLR_PORTS off): but 80 and 443, every intranet site's ports."""
+        self.solr_ports = {
+            node.port: OwnService("maybe a node of Solr (an internal address on its port)", node.host, node.port)
+            for node in nodes
+            if node.port not in DEFAULT_PORTS.values()
+        }
 
     def nodes_unknown(self, nodes: Iterable[OwnService]) -> None:
         """A SolrCloud's live nodes cannot be learnt (its cluster state refused, timed out): fail
@@ -206,13 +218,14 @@ class OwnServices:
 
     def add(self, services: Iterable[OwnService], addresses: Mapping[str, Iterable[str]] | None = None) -> None:
         """More services (a SolrCloud's live nodes, learnt once the crawl asked), with the
-        addresses their names resolved to."""
+        addresses their names resolved to. A service known already (its name read again) gets
+        the new addresses too: a node whose pod restarted elsewhere keeps being refused, at
+        its old and its new address."""
         for service in services:
             host = normalize_host(service.host)
             named = self.by_name.setdefault((host, service.port), [])
-            if service in named:
-                continue  # a live node learnt again
-            named.append(service)
+            if service not in named:
+                named.append(service)
             if service.path:
                 continue  # behind a proxy: its addresses are the proxy's
             found = [_address(host), *(_address(address) for address in (addresses or {}).get(service.host, ()))]
@@ -243,8 +256,9 @@ class OwnServices:
                 found = self.local_ports.get(port)
             if found is not None:
                 return found
-        if port in self.unknown_nodes and any(map(is_internal_address, [host, *addresses])):
-            return self.unknown_nodes[port]
+        guarded = self.unknown_nodes.get(port) or self.solr_ports.get(port)
+        if guarded is not None and any(map(is_internal_address, [host, *addresses])):
+            return guarded
         return None
 
     def refusal(self, host: str, port: int | None, path: str = "/", addresses: Iterable[str] = ()) -> str | None:

@@ -4,21 +4,28 @@ servers, the crawl's metrics endpoint and scrapyd; nothing for a setting that is
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import ipaddress
+import json
+import os
 import socket
 import struct
+
+import pytest
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.own_services import (
     OWN_SERVICE_SETTINGS,
     is_standalone,
     live_solr_nodes,
+    node_address,
     on_this_machine,
     own_service_environ,
     own_services,
     own_services_of,
 )
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService
 
 
@@ -91,6 +98,17 @@ def interface_addresses() -> list[str]:
     return found
 
 
+def link_local_addresses() -> list[str]:
+    """This machine's link-local IPv6 addresses (/proc/net/if_inet6; none where IPv6 is off)."""
+    try:
+        with open("/proc/net/if_inet6", encoding="ascii") as table:
+            rows = [line.split()[0] for line in table]
+    except OSError:
+        return []
+    found = [str(ipaddress.IPv6Address(bytes.fromhex(row))) for row in rows]
+    return [address for address in found if ipaddress.IPv6Address(address).is_link_local]
+
+
 def test_every_interface_address_is_this_machines_not_only_what_its_name_resolves_to() -> None:
     """Review of issue 91 point 1: "this machine" was the addresses gethostname() resolves to
     (127.0.0.1 here, while eth0 has another): with SOLR_URL on localhost, Solr was crawled at the
@@ -110,7 +128,40 @@ def test_every_interface_address_is_this_machines_not_only_what_its_name_resolve
         by_address = own_services_of({"SOLR_URL": f"http://{host}:8983/solr"}.get)
         for other in ["127.0.0.1", "localhost", "::1", "127.0.0.2", *addresses]:
             assert by_address.at(other, 8983) is not None, (address, other)
-        assert by_address.at("203.0.113.9", 8983) is None
+        assert by_address.at("93.184.216.34", 8983) is None  # another machine's
+
+
+def test_an_address_is_not_this_machines_only_when_the_kernel_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile review of issue 91 point 1: any error of bind() counted as "not this machine", so
+    with the file descriptors used up (EMFILE), or a sandbox's EPERM, this machine's LAN address
+    on Solr's port was crawled. Only EADDRNOTAVAIL (EAFNOSUPPORT: IPv6 off) answers no."""
+    lan = next(address for address in interface_addresses() if not address.startswith("127."))
+    solr = own_services_of({"SOLR_URL": "http://localhost:8983/solr"}.get)
+
+    def failing(code: int) -> type[socket.socket]:
+        class Failing(socket.socket):
+            def bind(self, address: object) -> None:
+                raise OSError(code, os.strerror(code))
+
+        return Failing
+
+    for code in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EPERM, errno.EACCES):
+        monkeypatch.setattr(socket, "socket", failing(code))
+        assert on_this_machine(lan), code
+        assert on_this_machine("203.0.113.9"), code  # unknown: taken as this machine's
+        assert solr.at(lan, 8983) is not None, code
+    for code in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        monkeypatch.setattr(socket, "socket", failing(code))
+        assert not on_this_machine("203.0.113.9"), code
+        assert not on_this_machine("fe80::1"), code
+
+
+def test_a_link_local_ipv6_address_is_tried_on_each_interface() -> None:
+    """The kernel binds a link-local IPv6 address only with a zone (EINVAL without): each
+    interface's is tried, so this machine's own fe80:: address is told from another's."""
+    assert not on_this_machine("fe80::1")
+    for address in link_local_addresses():
+        assert on_this_machine(address), address
 
 
 def test_a_solr_that_does_not_name_its_live_nodes_is_not_taken_for_a_standalone_one() -> None:
@@ -123,3 +174,18 @@ def test_a_solr_that_does_not_name_its_live_nodes_is_not_taken_for_a_standalone_
     assert not is_standalone(IndexingError("no", refused=True, status=403, reason="Unauthorized request, Response code: 403"))
     assert not is_standalone(IndexingError("no", status=None, reason="http://solr.test:8983/solr: timed out"))
     assert not is_standalone(IndexingError("no", refused=True, status=400, reason="unknown action"))
+
+
+def test_a_live_nodes_name_is_split_at_its_ports_underscore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile review of issue 91 point 1: a live node's name was cut at its first ``_``, so
+    ``solr_node1:8983_solr`` became solr:80 and the node itself was crawled."""
+    state = {"cluster": {"live_nodes": ["solr_node1:8983_solr", "10.0.0.8:8984_solr"]}}
+    monkeypatch.setattr(SolrIndex, "request", lambda self, *args, **kwargs: json.dumps(state))
+    learnt = live_solr_nodes("http://solr_node1:8983/solr/docs", None)
+    assert learnt is not None
+    assert [(node.host, node.port) for node in learnt[0]] == [("solr_node1", 8983), ("10.0.0.8", 8984)]
+    assert node_address("solr_node1:8983_solr") == "solr_node1:8983"
+    assert node_address("10.0.0.8:8983_solr") == "10.0.0.8:8983"
+    assert node_address("solr-1.solr_headless:8984_solr_x") == "solr-1.solr_headless:8984"
+    assert node_address("[::1]:8983_solr") == "[::1]:8983"
+    assert node_address("solr_node1") is None

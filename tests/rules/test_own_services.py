@@ -83,3 +83,37 @@ def test_ipv6_forms_that_carry_an_ipv4_address_are_that_address() -> None:
         assert own.at("rebound.test", 8983, addresses=[host]) == SOLR, host
     assert str(ip_of("::1")) == "::1" and str(ip_of("::")) == "::"  # IPv6's own loopback and unspecified
     assert str(ip_of("2001:db8::7f00:1")) == "2001:db8::7f00:1"
+
+
+def test_a_known_service_read_again_keeps_its_new_addresses() -> None:
+    """Hostile review of issue 91 point 1: ``add`` skipped a service it knew, so when a SolrCloud
+    node's pod restarted at another address, the new address was thrown away and crawled. A name
+    read again adds its new addresses; the old ones stay refused."""
+    own = OwnServices([SOLR])
+    node = OwnService("a node of Solr", "solr-1.solr-headless", 8983)
+    own.add([node], {"solr-1.solr-headless": ["10.244.1.5"]})
+    own.add([node], {"solr-1.solr-headless": ["10.244.2.9"]})
+    assert own.at("10.244.2.9", 8983) == node
+    assert own.at("10.244.1.5", 8983) == node
+    assert own.at("10.244.2.9", 8984) is None
+
+
+def test_an_internal_address_on_solrs_port_is_refused_unless_the_setting_allows_it() -> None:
+    """Hostile review of issue 91 point 1: with Solr in a container (Docker's -p 8983:8983,
+    SOLR_URL=http://localhost:8983), its container address 172.17.0.2:8983 was neither known nor
+    refused. Every internal address on a port of SOLR_URL's nodes is (SEARCHCRAWL_CRAWL_SOLR_PORTS
+    off); by port: a site on another port of the same address is crawled, and 80 and 443, every
+    intranet site's, are not guarded so."""
+    nodes = [OwnService("a node of Solr", "localhost", 8983), OwnService("a node of Solr", "solr.corp.test", 443)]
+    own = OwnServices(nodes)
+    assert own.at("172.17.0.2", 8983) is None  # SEARCHCRAWL_CRAWL_SOLR_PORTS on: not known
+    own.guard_solr_ports(nodes)
+    for host, addresses in [("172.17.0.2", []), ("container.test", ["172.17.0.2"]), ("fe80::2", []), ("10.1.2.3", [])]:
+        assert own.at(host, 8983, addresses=addresses) is not None, host
+    assert own.at("172.17.0.2", 8984) is None  # a site beside it
+    assert own.at("www.example.org", 8983, addresses=["93.184.216.34"]) is None  # a public address: another machine's
+    assert own.at("10.1.2.3", 443) is None  # the intranet's https sites
+    seed = "http://172.17.0.2:8983/solr/core/select?q=*:*&wt=csv"
+    policy = AddressPolicy(Boundary([seed], ScopeRules()), [seed], own)
+    refused = policy.refusal("172.17.0.2", 8983, ["172.17.0.2"])
+    assert refused is not None and refused[0] == Status.OWN_SERVICE  # a seed's site too

@@ -24,7 +24,8 @@ folder. Anything else is refused with status 900.
 
 Through a source's ``[proxy]``, the proxy's own address is admitted (the source file names it);
 the proxy resolves the sites' names, so for those requests the rule holds for addresses written
-in URLs and for names resolved here, not for what the proxy connects to.
+in URLs and for names resolved here, not for what the proxy connects to. A name the rules admit
+is resolved here too for such a request: one of its addresses being an own service's refuses it.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ from twisted.python.failure import Failure
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of
-from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_of, solr_nodes
+from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_now, own_services_of, solr_nodes
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnServices, Refusal, ip_of, site_of_url
 from searchcrawl.rules.boundary import Boundary
+from searchcrawl.rules.proxies import goes_direct
 from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.system import paths
@@ -86,6 +88,7 @@ class AddressGuardMiddleware:
         own: OwnServices | None = None,
     ) -> None:
         self.crawler = crawler
+        self.source = source
         # the source's [proxy] is a site it names, as a seed is: it may be an internal address
         proxy = source.settings.proxy
         # so are the origins an agent's documents are downloaded from (fetch_origins)
@@ -111,7 +114,7 @@ class AddressGuardMiddleware:
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
         agent = getattr(crawler.spider, "agent", None)  # a source of another type: its spider's
         boundary = admission_of(crawler).chain.boundary
-        own = own_services_of(crawler.settings.get)
+        own = own_services_of(crawler.settings.get, crawler.settings.getbool("SEARCHCRAWL_CRAWL_SOLR_PORTS"))
         return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None, own)
 
     def engine_started(self) -> None:
@@ -135,12 +138,15 @@ class AddressGuardMiddleware:
             self.learn_solr_nodes()
 
     def learn_solr_nodes(self) -> None:
-        """Ask a SolrCloud for its live nodes (on a thread, one question at a time): they are
-        refused like SOLR_URL's, a node that joins later too."""
+        """Resolve the services' names again, and ask a SolrCloud for its live nodes (on a
+        thread, one question at a time): they are refused like SOLR_URL's, a node that joins
+        later too, and a name's new address as well as its old."""
         if self.asking is not None and not self.asking.called:
             return
         settings = self.crawler.settings
-        self.asking = deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings))
+        self.asking = deferToThread(own_services_now, settings.get)
+        self.asking.addCallback(lambda found: self.policy.own.add(*found))
+        self.asking.addCallback(lambda _: deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings)))
         self.asking.addCallbacks(self._learnt, self._not_learnt)
         if self.learning is None:
             self.learning = self.asking
@@ -194,7 +200,9 @@ class AddressGuardMiddleware:
             self._check_file(request.url)
             return
         await self.solr_nodes_learnt()
-        refused = await check_url(self.policy, request.url)
+        proxy = self.source.settings.proxy
+        proxied = proxy is not None and not goes_direct(proxy.no_proxy, request.url)
+        refused = await check_url(self.policy, request.url, proxied=proxied)
         if refused is not None:
             logger.debug("Refused (%s): %s", refused[1], request.url)
             raise RequestRefused(*refused)
@@ -213,12 +221,14 @@ class AddressGuardMiddleware:
             raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
 
 
-async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False) -> Refusal | None:
+async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False, proxied: bool = False) -> Refusal | None:
     """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
     other than http(s), one of the installation's own services, a name that does not resolve,
     or an internal address the policy does not admit. Names are resolved only for a host and
     port the policy does not admit anyway (the crawl's resolver checks the addresses an
-    admitted name is connected to)."""
+    admitted name is connected to), and, for a request through a proxy (``proxied``: the
+    resolver sees only the proxy's name), for the own services' rule: an admitted name that
+    resolves here to one of them is refused; one that does not resolve here is the proxy's."""
     scheme, host, port = site_of_url(url)
     if scheme not in SAFE_SCHEMES:
         return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
@@ -226,7 +236,9 @@ async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = Fal
     if own is not None:
         return Status.OWN_SERVICE, own
     if ip_of(host) is None and policy.admits(host, port) and not connects_itself:
-        return None  # a name the rules admit: the crawl's resolver checks what it is connected to
+        own = await own_service_refusal(policy, url) if proxied else None
+        # a name the rules admit: the crawl's resolver checks what it is connected to
+        return None if own is None else (Status.OWN_SERVICE, own)
     addresses = await addresses_now(host, port)
     if addresses is None:
         return Status.DNS_FAILURE, f"{host} does not resolve: not requested"

@@ -203,7 +203,12 @@ def test_a_solrclouds_live_nodes_are_read_again_and_unknown_ones_fail_closed(
     monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: succeed(call(*args)))
     middleware = build_from_crawler(
         AddressGuardMiddleware,
-        source_crawler(tmp_path, 'seeds = ["http://10.0.0.7:8983/"]\n', SOLR_URL="http://solr1.corp.test:8983/solr/docs"),
+        source_crawler(
+            tmp_path,
+            'seeds = ["http://10.0.0.7:8983/"]\n',
+            SOLR_URL="http://solr1.corp.test:8983/solr/docs",
+            SEARCHCRAWL_CRAWL_SOLR_PORTS=True,  # else Solr's port is refused at every internal address
+        ),
     )
     policy = middleware.policy
     assert policy.refusal("10.0.0.7", 8983, ["10.0.0.7"]) is None  # a seed's site, before asking
@@ -224,6 +229,60 @@ def test_a_solrclouds_live_nodes_are_read_again_and_unknown_ones_fail_closed(
     assert said == ["WARNING", "INFO", "WARNING"]  # when failing closed begins, and ends
     middleware.engine_stopped()
     assert not middleware.refresh.running
+
+
+def test_the_services_names_are_resolved_again_with_the_live_nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile review of issue 91 point 1: SOLR_URL's and the other services' names were resolved
+    once, when the crawl started; Tika moved to another address was crawled there. They are
+    resolved again each time the live nodes are read."""
+    from searchcrawl.crawl.middlewares import address_guard
+    from searchcrawl.rules.addresses import OwnService
+
+    tika = OwnService("Tika", "tika.corp.test", 9998)
+    moves = iter(["10.0.0.21", "10.0.0.22"])
+    monkeypatch.setattr(address_guard, "own_services_now", lambda get: ([tika], {"tika.corp.test": [next(moves)]}))
+    monkeypatch.setattr(address_guard, "live_solr_nodes", lambda url, auth: ([], {}))
+    monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: succeed(call(*args)))
+    middleware = guard(tmp_path, 'seeds = ["http://10.0.0.21:9998/", "http://10.0.0.22:9998/"]\n')
+    middleware.learn_solr_nodes()
+    assert middleware.policy.refusal("10.0.0.21", 9998, ["10.0.0.21"]) is not None
+    assert middleware.policy.refusal("10.0.0.22", 9998, ["10.0.0.22"]) is None  # not there yet
+    middleware.learn_solr_nodes()  # a minute later: Tika answers at another address
+    refused = middleware.policy.refusal("10.0.0.22", 9998, ["10.0.0.22"])
+    assert refused is not None and refused[0] == Status.OWN_SERVICE
+
+
+def test_through_a_proxy_an_admitted_name_is_resolved_for_the_own_services(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile review of issue 91 point 1: through a [proxy] the crawl's resolver sees only the
+    proxy's name, so a name the domain rules admit, resolving to Solr's address, was never
+    checked by address. It is resolved here: one of ours is refused (944); a name that does not
+    resolve here is the proxy's to resolve; a no_proxy host goes direct, through the resolver."""
+    answers = {"solr-alias.corp.test": "10.0.0.30", "wiki.corp.test": "10.0.0.31"}
+    asked: list[str] = []
+
+    async def getaddrinfo(self: object, host: str, port: int, **kwargs: object) -> list[tuple[object, ...]]:
+        asked.append(host)
+        if host not in answers:
+            raise OSError("no such name")
+        return [(2, 1, 6, "", (answers[host], port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    source = (
+        'seeds = ["http://wiki.corp.test/"]\ndomains = { include = ["corp.test"] }\n'
+        '[proxy]\nurl = "http://proxy.corp.test:3128"\nno_proxy = ["direct.corp.test"]\n'
+    )
+    crawler = source_crawler(
+        tmp_path, source, SOLR_URL="http://10.0.0.30:8983/solr/docs", HTTPPROXY_ENABLED=True, SEARCHCRAWL_CRAWL_SOLR_PORTS=True
+    )
+    middleware = build_from_crawler(AddressGuardMiddleware, crawler)
+    assert check(middleware, "http://solr-alias.corp.test:8983/solr/docs/select?q=*:*") == Status.OWN_SERVICE
+    assert check(middleware, "http://wiki.corp.test:8983/page") is None  # another machine's 8983
+    assert check(middleware, "http://outside.corp.test:8983/") is None  # the proxy resolves it
+    asked.clear()
+    assert check(middleware, "http://direct.corp.test:8983/") is None  # direct: the resolver checks it
+    assert asked == []
 
 
 def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -280,3 +339,22 @@ def test_the_installations_own_services_are_refused_whatever_the_source_says(
         assert check(middleware, url) == Status.OWN_SERVICE, url
     assert check(middleware, "http://127.0.0.1:8766/docs/") is None  # a site beside them
     assert check(middleware, "http://localhost:8770/") is None
+
+
+def test_solr_in_a_container_is_refused_at_its_container_address(tmp_path: Path) -> None:
+    """Hostile review of issue 91 point 1: Solr behind Docker's -p 8983:8983 (SOLR_URL on
+    localhost) was crawled at its container address, which no name gives. By default every
+    internal address on a port of SOLR_URL's nodes is refused (944); SEARCHCRAWL_CRAWL_SOLR_PORTS
+    gives them back to the sources."""
+    dump = "http://172.17.0.2:8983/solr/core/select?q=*:*&wt=csv&fl=url,content"
+    source = f'seeds = ["{dump}", "http://172.17.0.2:8984/"]\nindex_dynamic_pages = true\n'
+    default = build_from_crawler(
+        AddressGuardMiddleware, source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core")
+    )
+    assert check(default, dump) == Status.OWN_SERVICE
+    assert check(default, "http://172.17.0.2:8984/") is None  # a site beside it
+    allowed = build_from_crawler(
+        AddressGuardMiddleware,
+        source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core", SEARCHCRAWL_CRAWL_SOLR_PORTS=True),
+    )
+    assert check(allowed, dump) is None
