@@ -15,7 +15,8 @@ groups have then; ``@all`` in a group is no one, as in gitolite); with ``group_t
 where gitolite's ``GROUPLIST_PGM`` gives users their directory groups), a group is also that
 token, gitolite joining both (or, with ``group_relations``, the ``direct:`` tokens of the
 LDAP filter GROUPLIST_PGM searches: one search, no nesting; gitolite compares the printed cn with
-case, so a read is a ``direct:=`` token, none for a name with capitals, a deny every spelling's); ``@all`` is ``authenticated_token`` (unset: no one). Repository
+case, so a read is a ``direct:=`` token, none for a name with capitals; a deny of such a group is
+927, below); ``@all`` is ``authenticated_token`` (unset: no one). Repository
 patterns match as Perl's ``/^pattern$/``; ``.git`` ends no repository's name; ``deny-rules`` is
 on where ``option deny-rules`` or ``config gitolite-options.deny-rules`` is true as Perl reads it. With ``deny-rules``: the denies before any read are deny tokens, the later ones late
 denies overridden by the reads before them (read conservatively beyond: ``Access.notes`` says
@@ -23,7 +24,8 @@ so). What cannot be read for certain keeps a repository's files out of the index
 ``include`` or ``subconf`` (the rules are elsewhere), a line gitolite would refuse, a character
 other than ASCII's or a control character outside a comment (Perl and Python see blanks
 differently), a pattern Python's regular expressions do not read, a role (``CREATOR``,
-``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for; and
+``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for or of a
+group under ``group_relations`` (``_direct_grants``); and
 (agents/git.py) a gitolite.conf newer than what gitolite compiled from it fails the listing.
 """
 
@@ -181,12 +183,16 @@ class _Uncertain(Exception):
 
 
 def _direct_grants(relations: tuple[tuple[str, str | None], ...], name: str, origin: str, denies: bool) -> list[Grant]:
-    """A group's ``direct:`` grants (``GitoliteRules._tokens``): ``direct:=`` for a read, none
-    for a read of a name with capitals."""
-    if not denies and name != name.lower():
+    """A group's ``direct:=`` grants (``GitoliteRules._tokens``), none for a name with capitals;
+    a deny cannot be read for certain: gitolite splits what GROUPLIST_PGM prints on blanks (a cn
+    ``finance team`` puts its members in ``@finance``), and the program's search may find groups
+    the directory reading does not (``denies_exactly``)."""
+    if denies:
+        raise _Uncertain(f"{origin}: denies @{name[:80]}, a group GROUPLIST_PGM may give where the directory reading does not")
+    if name != name.lower():
         logger.debug("gitolite: %s: @%s has capitals, which no direct:= token stands for: no read", origin, name[:80])
         return []
-    return [_grant(template, name, origin) for template in direct_tokens(relations, "{id}", exact=not denies)]
+    return [_grant(template, name, origin) for template in direct_tokens(relations, "{id}", exact=True)]
 
 
 def _grant(template: str, name: str, origin: str) -> Grant:

@@ -159,6 +159,15 @@ def filter_relations(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
     return tuple(dict.fromkeys((attribute.lower(), group_class) for attribute, _placeholder in clauses))
 
 
+def denies_exactly(relations: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether the directory gives the ``direct:`` tokens of these relations (``filter_relations``)
+    to every user a server's search by that filter finds, so that a group's deny refuses them
+    all: only ``member`` and ``uniqueMember`` of any class. It reads memberUid and gidNumber on
+    posixGroups only, and a server's ``(objectClass=X)`` matches X's subclasses too, which an
+    entry need not list."""
+    return all(group_class is None and attribute in ("member", "uniquemember") for attribute, group_class in relations)
+
+
 def direct_tokens(relations: Iterable[tuple[str, str | None]], cn: str, exact: bool = False) -> list[str]:
     """The ``direct:`` tokens of the group ``cn`` as a filter of these ``relations`` finds it
     (``exact``: ``direct_token``'s)."""
