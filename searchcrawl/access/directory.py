@@ -24,7 +24,9 @@ are narrower still, what one LDAP search by a group filter finds, as DokuWiki's 
 its ``groupfilter``: each group the user is in itself (no nesting), by the attribute that holds
 them (``DIRECT_ATTRIBUTES``: member, uniqueMember, memberUid, the primary group's gidNumber), named
 by its first cn (authldap's ``groupkey`` takes the first value), with and without each of its
-objectClasses.
+objectClasses; ``direct:=...`` alike for a group whose first cn is lower-case as stored (what a
+server comparing names with case, gitolite, means by the lower-case name). None for a first cn
+with blanks around it, and no memberUid one for an entry of several uids (``direct_principals``).
 
 Who the searcher is: the one entry the user filter finds whose compared attribute equals the name
 asked for under the tokens' case folding (``named``: the directory's own matching folds more), and
@@ -320,22 +322,32 @@ def dn_member_walk(
     return walk_groups([(group, how) for group, how in direct if how in DN_MEMBERSHIP], subgroup_parents, cut=cut)
 
 
-def direct_principals(direct: Iterable[tuple[DirectoryEntry, str]], user_dn: str) -> list[Principal]:
+def direct_principals(direct: Iterable[tuple[DirectoryEntry, str]], user: DirectoryEntry) -> list[Principal]:
     """The ``direct:`` principals of the groups the user is in itself (the module's docstring):
-    what a group filter of these attributes and classes finds, one search, no nesting. A group
-    whose first cn reads as a DN (``group_names``) gives none."""
+    what a group filter of these attributes and classes finds, one search, no nesting; the
+    ``direct:=`` ones too where the cn is lower-case as stored (``direct_token``). A group whose
+    first cn reads as a DN (``group_names``) or has blanks around it gives none, and a memberUid
+    group gives none to an entry of several uids: a filter's ``%{uid}`` is the first of them,
+    ``%{user}`` the name signed in with, perhaps another (fail closed)."""
     found = []
+    several_uids = len(user.values("uid")) > 1
     for group, how in direct:
         cn = group.first("cn")
         if not cn or "=" in cn:
             continue
+        if how == "memberUid" and several_uids:
+            logger.debug("directory: %s has several uids: no direct: token of memberUid group %s", user.dn, group.dn)
+            continue
         attribute = DIRECT_ATTRIBUTES[how]
-        origin = f"{how} of {group.dn} (its first cn, no nesting) <- {user_dn}"
+        origin = f"{how} of {group.dn} (its first cn, no nesting) <- {user.dn}"
         for group_class in (None, *dict.fromkeys(kind.lower() for kind in group.values("objectClass"))):
-            try:
-                found.append(Principal(direct_token(attribute, group_class, cn), origin))
-            except AccessError:
-                logger.debug("directory: %s's class %r or cn makes no direct: token", group.dn, group_class)
+            for exact in (False, True):
+                try:
+                    found.append(Principal(direct_token(attribute, group_class, cn, exact), origin))
+                except AccessError:
+                    logger.debug(
+                        "directory: %s's class %r or cn makes no direct%s token", group.dn, group_class, ":=" if exact else ":"
+                    )
     return found
 
 
@@ -353,7 +365,7 @@ def principals_of(
     for membership in memberships:
         entries.extend(group_principals(membership, user.dn))
     entries.extend(Principal(f"member:{m.group.dn}", path_text(m, user.dn)) for m in dn_memberships)
-    entries.extend(direct_principals(direct, user.dn))
+    entries.extend(direct_principals(direct, user))
     return Principals.of(own_uid(user, name) or name, tokens_only(entries, name))
 
 

@@ -30,7 +30,8 @@ As tokens (access/tokens.py), exact for the rules admins write:
 - the superusers are allow and overriding tokens.
 
 What cannot be read for certain keeps the page out of the index (status 927): a deny of a name no
-token stands for, a permission that is not a number, a ``%USER%`` or ``%GROUP%`` anywhere (a
+token stands for, a deny of a group under ``group_relations`` other than by member or uniqueMember
+of any class (``denies_exactly``: the wiki's search may find groups the directory reading does not), a permission that is not a number, a ``%USER%`` or ``%GROUP%`` anywhere (a
 comment too: DokuWiki fills them in wherever they are) other than in a user's (a group's) own
 namespace given to that user (group) or ``%USER%`` as a rule's name, or a deny of one. A
 negative permission decides nothing, as in DokuWiki. The rules are
@@ -44,7 +45,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, direct_tokens, unique_grants
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, denies_exactly, direct_tokens, unique_grants
 
 READ = 1
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -291,7 +292,10 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
         return None, ()
     if names.case_sensitive and subject != EVERYONE and subject != subject.lower() and reads:
         return None, ()  # "Bob" is not bob, whose token it would be: a read left out (fail closed)
-    return subject.lower() if subject != EVERYONE else EVERYONE, _token_of(subject, names, entry.origin)
+    tokens = _token_of(subject, names, entry.origin)
+    if not reads and any(grant.token.startswith("direct:") for grant in tokens) and not denies_exactly(names.group_relations):
+        raise Uncertain(f"{entry.origin}: denies a group the wiki's groupfilter may find where the directory reading does not")
+    return subject.lower() if subject != EVERYONE else EVERYONE, tokens
 
 
 def name_encoded(name: str) -> str:

@@ -14,7 +14,9 @@ members, each a ``user_token`` (a group is expanded where it is defined, with th
 groups have then; ``@all`` in a group is no one, as in gitolite); with ``group_token`` (set it
 where gitolite's ``GROUPLIST_PGM`` gives users their directory groups), a group is also that
 token, gitolite joining both (or, with ``group_relations``, the ``direct:`` tokens of the
-LDAP filter GROUPLIST_PGM searches: one search, no nesting); ``@all`` is ``authenticated_token`` (unset: no one). Repository
+LDAP filter GROUPLIST_PGM searches: one search, no nesting; gitolite compares the printed cn with
+case, so a read is a ``direct:=`` token, none for a name with capitals; a deny of such a group is
+927, below); ``@all`` is ``authenticated_token`` (unset: no one). Repository
 patterns match as Perl's ``/^pattern$/``; ``.git`` ends no repository's name; ``deny-rules`` is
 on where ``option deny-rules`` or ``config gitolite-options.deny-rules`` is true as Perl reads it. With ``deny-rules``: the denies before any read are deny tokens, the later ones late
 denies overridden by the reads before them (read conservatively beyond: ``Access.notes`` says
@@ -22,17 +24,21 @@ so). What cannot be read for certain keeps a repository's files out of the index
 ``include`` or ``subconf`` (the rules are elsewhere), a line gitolite would refuse, a character
 other than ASCII's or a control character outside a comment (Perl and Python see blanks
 differently), a pattern Python's regular expressions do not read, a role (``CREATOR``,
-``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for; and
+``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for or of a
+group under ``group_relations`` (``_direct_grants``); and
 (agents/git.py) a gitolite.conf newer than what gitolite compiled from it fails the listing.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from searchcrawl.access.tokens import Access, AccessError, Grant, Level, direct_tokens, unique_grants
+
+logger = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 EVERYONE = "@all"
@@ -120,16 +126,18 @@ class GitoliteRules:
         for who in rule.who:
             if who in ROLES:
                 raise _Uncertain(f"{rule.origin}: a role, a wild repository's own")
-            tokens = list(self._tokens(who, rule, names))
+            tokens = list(self._tokens(who, rule, names, denies))
             if not tokens and denies:
                 raise _Uncertain(f"{rule.origin}: denies {who[:80]}, which no token stands for")
             grants.extend(tokens)
         return grants
 
-    def _tokens(self, who: str, rule: GitoliteRule, names: GitoliteNames) -> Iterator[Grant]:
+    def _tokens(self, who: str, rule: GitoliteRule, names: GitoliteNames, denies: bool = False) -> Iterator[Grant]:
         """The tokens of a name a rule gives: a group's members as the file defined it (each
         group is expanded where it is defined, as gitolite does), and, with ``group_token``, the
-        group as GROUPLIST_PGM gives it (gitolite joins both)."""
+        group as GROUPLIST_PGM gives it (gitolite joins both). With ``group_relations``, gitolite
+        compares the printed cn with case: a read is the ``direct:=`` tokens (none for a name
+        with capitals: fail closed), a deny the ``direct:`` ones, every spelling of the name."""
         if who == EVERYONE:
             if names.authenticated_token:
                 yield Grant.of(names.authenticated_token, rule.origin)
@@ -141,7 +149,7 @@ class GitoliteRules:
             if not member.startswith("@"):  # a group in a group is the users it had then, already here
                 yield _grant(names.user_token, member, rule.origin)
         if names.group_relations:
-            yield from (_grant(template, who[1:], rule.origin) for template in direct_tokens(names.group_relations, "{id}"))
+            yield from _direct_grants(names.group_relations, who[1:], rule.origin, denies)
         elif names.group_token:
             yield _grant(names.group_token, who[1:], rule.origin)
 
@@ -172,6 +180,19 @@ def _matches(spec: str, repo: str) -> bool:
 
 class _Uncertain(Exception):
     pass
+
+
+def _direct_grants(relations: tuple[tuple[str, str | None], ...], name: str, origin: str, denies: bool) -> list[Grant]:
+    """A group's ``direct:=`` grants (``GitoliteRules._tokens``), none for a name with capitals;
+    a deny cannot be read for certain: gitolite splits what GROUPLIST_PGM prints on blanks (a cn
+    ``finance team`` puts its members in ``@finance``), and the program's search may find groups
+    the directory reading does not (``denies_exactly``)."""
+    if denies:
+        raise _Uncertain(f"{origin}: denies @{name[:80]}, a group GROUPLIST_PGM may give where the directory reading does not")
+    if name != name.lower():
+        logger.debug("gitolite: %s: @%s has capitals, which no direct:= token stands for: no read", origin, name[:80])
+        return []
+    return [_grant(template, name, origin) for template in direct_tokens(relations, "{id}", exact=True)]
 
 
 def _grant(template: str, name: str, origin: str) -> Grant:

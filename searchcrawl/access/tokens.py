@@ -8,7 +8,8 @@ nesting), ``direct:<attribute>:<cn>`` and ``direct:<attribute>/<objectClass>:<cn
 by its first cn, whose ``attribute`` holds the user itself, no nesting: ``member`` or
 ``uniqueMember`` their DN, ``memberUid`` their uid, ``gidNumber`` their primary gidNumber; with
 the class, a group of that objectClass: what one search by a filter such as DokuWiki's authldap
-``groupfilter`` finds, ``direct_token``), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
+``groupfilter`` finds, ``direct_token``; ``direct:=<attribute>...`` the same for a group whose cn is
+lower-case as stored, for servers that compare names with case), ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
 a directory user's uidNumber and gidNumber), ``sid:S-1-5-21-...`` (a Windows security identifier:
 an NTFS ACL's, matched to an Active Directory user's objectSid and tokenGroups), and ``public``
 (everyone, signed in or not). A document's ``Access`` is a list of levels and a list of deny tokens:
@@ -56,7 +57,8 @@ OVERRIDING_FIELD = "access_allow_early"  # Access.overriding
 _SID = re.compile(r"s-1-[0-9]{1,15}(?:-[0-9]{1,10}){0,15}", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DN_SPACES = re.compile(r"\s*([,=+])\s*")
-_DIRECT = re.compile(r"[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?:[^=]+")  # attribute[/objectclass]:cn
+# [=]attribute[/objectclass]:cn, the cn with nothing blank around it
+_DIRECT = re.compile(r"=?[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?:[^=\s](?:[^=]*[^=\s])?")
 
 
 class AccessError(ValueError):
@@ -71,7 +73,7 @@ class AccessUnreadable(Exception):
 def normal_token(text: str) -> str:
     """``text`` as the index holds it (see the module's docstring); AccessError if it is not a
     token."""
-    text = text.strip()
+    raw, text = text, text.strip()
     if text.lower() == PUBLIC:
         return PUBLIC
     namespace, colon, value = text.partition(":")
@@ -94,8 +96,11 @@ def normal_token(text: str) -> str:
     if namespace == "member" and "=" not in value:
         raise AccessError(f"{text[:80]!r}: member takes a group's DN")
     if namespace == "direct":
-        if not _DIRECT.fullmatch(value):
-            raise AccessError(f"{text[:80]!r}: direct takes attribute[/objectClass]:cn, such as memberuid/posixgroup:finance")
+        if raw != text or not _DIRECT.fullmatch(value):  # strict: " finance" is not finance to a server
+            raise AccessError(
+                f"{text[:80]!r}: direct takes [=]attribute[/objectClass]:cn, such as memberuid/posixgroup:finance,"
+                " no blank around the cn"
+            )
         return f"direct:{value}"
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
@@ -104,12 +109,18 @@ def normal_token(text: str) -> str:
     return f"{namespace}:{value}"
 
 
-def direct_token(attribute: str, group_class: str | None, cn: str) -> str:
+def direct_token(attribute: str, group_class: str | None, cn: str, exact: bool = False) -> str:
     """The ``direct:`` token of a group named ``cn`` whose ``attribute`` holds the user itself
     (of ``group_class`` only, or of any class: None): the one spelling of what the directory
     gives a searcher (access/directory.py) and what a source's group grants name (DokuWiki on
-    LDAP, access/dokuwiki_acl.py)."""
-    kind = attribute if group_class is None else f"{attribute}/{group_class}"
+    LDAP, access/dokuwiki_acl.py; gitolite, access/gitolite_rules.py). ``exact``: for a server
+    that compares names with case (gitolite), the ``direct:=`` token, which only a cn already
+    lower-case stands for (tokens are lower-case: ``FINANCE`` is not ``finance`` there).
+    AccessError for a cn with blanks around it (DokuWiki encodes a trailing space, gitolite splits
+    on it: no server reads it as the name without) or, ``exact``, with capitals."""
+    if cn != cn.strip() or (exact and cn != cn.lower()):
+        raise AccessError(f"{cn[:80]!r}: no direct{':=' if exact else ':'} token for a name with blanks around it or capitals")
+    kind = ("=" if exact else "") + (attribute if group_class is None else f"{attribute}/{group_class}")
     return normal_token(f"direct:{kind}:{cn}")
 
 
@@ -148,9 +159,19 @@ def filter_relations(groupfilter: str) -> tuple[tuple[str, str | None], ...]:
     return tuple(dict.fromkeys((attribute.lower(), group_class) for attribute, _placeholder in clauses))
 
 
-def direct_tokens(relations: Iterable[tuple[str, str | None]], cn: str) -> list[str]:
-    """The ``direct:`` tokens of the group ``cn`` as a filter of these ``relations`` finds it."""
-    return [direct_token(attribute, group_class, cn) for attribute, group_class in relations]
+def denies_exactly(relations: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether the directory gives the ``direct:`` tokens of these relations (``filter_relations``)
+    to every user a server's search by that filter finds, so that a group's deny refuses them
+    all: only ``member`` and ``uniqueMember`` of any class. It reads memberUid and gidNumber on
+    posixGroups only, and a server's ``(objectClass=X)`` matches X's subclasses too, which an
+    entry need not list."""
+    return all(group_class is None and attribute in ("member", "uniquemember") for attribute, group_class in relations)
+
+
+def direct_tokens(relations: Iterable[tuple[str, str | None]], cn: str, exact: bool = False) -> list[str]:
+    """The ``direct:`` tokens of the group ``cn`` as a filter of these ``relations`` finds it
+    (``exact``: ``direct_token``'s)."""
+    return [direct_token(attribute, group_class, cn, exact) for attribute, group_class in relations]
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set 
 LDAP or Active Directory, which compare without case. A wiki on LDAP (authldap) gives a user the
 groups its ``groupfilter`` finds, one search, no nesting: ``group_filter``, that setting
 verbatim, makes a wiki group the ``direct:`` tokens of that filter's relations (``filter_relations``
-in access/tokens.py; a filter it cannot read fails the source's configuration), instead of
+in access/tokens.py; a filter it cannot read fails the source's configuration, and so does
+``case_sensitive`` left true: authldap compares without case), instead of
 ``group_token``, which means every group the directory reading gives (nested ones too). A page DokuWiki reads under another id
 than the one it lists (an id its cleaning changes) is not a page. Without ``acl_file``, the
 source's ``[access]`` table says (its rules match ``/<id>``). Media files are not crawled.
@@ -58,12 +59,12 @@ import xmlrpc.client
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import escape
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 from urllib.parse import quote, urlsplit
 from xml.parsers.expat import ExpatError
 
 from lxml import html as lxml_html
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, read_acl
 from searchcrawl.access.tokens import Access
@@ -142,6 +143,16 @@ class DokuwikiOptions(HttpRepositoryOptions, GroupOptions):
     @classmethod
     def _token(cls, value: str | None) -> str | None:
         return checked_token(value)
+
+    @model_validator(mode="after")
+    def _ldap_compares_without_case(self) -> Self:
+        """authldap compares names without case: with ``case_sensitive`` (the default) a rule's
+        ``@Finance`` would silently read nothing."""
+        if self.group_filter is not None and self.case_sensitive:
+            raise ValueError(
+                "group_filter is authldap's groupfilter, which compares names without case: set case_sensitive = false"
+            )
+        return self
 
     def server_urls(self) -> list[str]:
         return [self.url]

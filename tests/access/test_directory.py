@@ -215,9 +215,13 @@ def test_direct_principals_are_what_one_search_by_a_group_filter_finds() -> None
     every = [*walk_groups(direct, tree({})[0]), Membership(finance, (finance.dn, accounting.dn), "member")]
     found = principals_of("alice", ALICE, every, direct=direct)
     assert sorted(token for token in found.tokens if token.startswith("direct:")) == [
+        "direct:=gidnumber/posixgroup:staff",  # a cn lower-case as stored: case-exact ones too
+        "direct:=gidnumber:staff",
+        "direct:=memberuid/posixgroup:staff",
+        "direct:=memberuid:staff",
         "direct:gidnumber/posixgroup:staff",
         "direct:gidnumber:staff",
-        "direct:member/groupofnames:accounting",
+        "direct:member/groupofnames:accounting",  # "Accounting": no case-exact one
         "direct:member/top:accounting",
         "direct:member:accounting",
         "direct:memberuid/posixgroup:staff",
@@ -225,6 +229,25 @@ def test_direct_principals_are_what_one_search_by_a_group_filter_finds() -> None
     ]
     origin = found.origin("direct:member:accounting")
     assert origin == "member of cn=accounting,ou=groups,dc=example,dc=org (its first cn, no nesting) <- " + ALICE.dn
+
+
+def test_direct_principals_of_names_with_blanks_and_of_entries_with_several_uids() -> None:
+    """Issue 91 (review of point 2, findings 2 and 6): a cn with a blank around it gives no direct:
+    token (DokuWiki encodes it as 'finance%20', gitolite splits on it); an entry of several uids
+    gets no memberUid group (a filter's %{uid} is its first uid, %{user} the name typed), its
+    member groups still."""
+    spaced = DirectoryEntry.of("cn=finance\\20,ou=groups,dc=example,dc=org", {"cn": ["finance "], "objectClass": ["posixGroup"]})
+    found = principals_of("alice", ALICE, [], direct=[(spaced, "memberUid")])
+    assert not [token for token in found.tokens if token.startswith("direct:")]
+    twice = DirectoryEntry.of(ALICE.dn, {"uid": ["mallory", "alice"], "gidNumber": ["2000"]})
+    inspectors, accounting = group("inspectors", "posixGroup"), group("accounting")
+    found = principals_of("alice", twice, [], direct=[(inspectors, "memberUid"), (accounting, "member")])
+    assert sorted(token for token in found.tokens if token.startswith("direct:")) == [
+        "direct:=member/groupofnames:accounting",
+        "direct:=member:accounting",
+        "direct:member/groupofnames:accounting",
+        "direct:member:accounting",
+    ]
 
 
 def test_principals_of_a_user_normalised_once_each_with_public() -> None:

@@ -239,10 +239,27 @@ def test_a_wiki_on_ldap_grants_its_groups_as_its_groupfilter_finds_them() -> Non
     assert not decide(access, nested).granted  # the wiki's search finds no nested group
     by_uid = Principals.of("alice", [Principal("direct:memberuid/posixgroup:finance", "test")])
     assert decide(access, by_uid).granted
-    denied, _ = read_acl("*  @ALL  1\nwiki:*  @finance  0\n", "acl.auth.php").access_of(
-        "wiki:start", WikiNames(group_relations=posix)
-    )
-    assert denied is not None and {g.token for g in denied.deny} == {
-        "direct:gidnumber/posixgroup:finance",
-        "direct:memberuid/posixgroup:finance",
-    }
+    rules = read_acl("*  @ALL  1\nwiki:*  @finance  0\n", "acl.auth.php")
+    by_dn = filter_relations("(|(member=%{dn})(uniqueMember=%{dn}))")
+    denied, _ = rules.access_of("wiki:start", WikiNames(group_relations=by_dn))
+    assert denied is not None and {g.token for g in denied.deny} == {"direct:member:finance", "direct:uniquemember:finance"}
+
+
+@pytest.mark.parametrize(
+    "groupfilter",
+    [
+        "(&(objectClass=posixGroup)(memberUid=%{user}))",
+        "(memberUid=%{user})",
+        "(gidNumber=%{gid})",
+        "(&(objectClass=groupOfNames)(member=%{dn}))",
+    ],
+)
+def test_a_group_denied_where_the_directory_reads_fewer_groups_keeps_the_page_out(groupfilter: str) -> None:
+    """Issue 91 (review of point 2, finding 3): the wiki's search by a filter with no objectClass
+    finds a memberUid or gidNumber on any entry, the directory reads them on posixGroups only, and
+    (objectClass=X) matches X's subclasses: a deny of such a group would not refuse all whom the
+    wiki refuses (probe3: contractors, no posixGroup, holds bob by memberUid): 927."""
+    rules = read_acl("*  @ALL  1\nsecret:*  @contractors  0\n", "acl.auth.php")
+    access, why = rules.access_of("secret:plan", WikiNames(group_relations=filter_relations(groupfilter)))
+    assert access is None and why is not None and "denies a group the wiki's groupfilter may find" in why
+    assert rules.access_of("open", WikiNames(group_relations=filter_relations(groupfilter)))[0] is not None

@@ -51,10 +51,30 @@ def test_a_grouplist_program_searching_ldap_gives_its_filters_groups() -> None:
     """Issue 91 point 2: a GROUPLIST_PGM that prints the groups one search by a filter finds: a
     group is the direct: tokens of its relations, never group: (nested groups, other relations)."""
     names = GitoliteNames(group_relations=filter_relations("(&(objectClass=posixGroup)(memberUid=%{user}))"))
-    assert readers("secret", names=names) == {"direct:memberuid/posixgroup:finance"}
-    assert readers("wiki", names=names) == {"user:alice", "user:bob", "user:carol", "direct:memberuid/posixgroup:devs"}
+    assert readers("secret", names=names) == {"direct:=memberuid/posixgroup:finance"}
+    assert readers("wiki", names=names) == {"user:alice", "user:bob", "user:carol", "direct:=memberuid/posixgroup:devs"}
     access, _ = read_gitolite(CONF, "gitolite.conf").access_of("secret", names)
     assert access is not None and not decide(access, principals("group:finance")).granted
+
+
+def test_a_grouplist_program_s_names_compare_with_case() -> None:
+    """Issue 91 (review of point 2, finding 2): gitolite compares the cn GROUPLIST_PGM prints with
+    case: a member of a group whose cn is FINANCE is not in @finance. A read is the case-exact
+    direct:= token (a cn lower-case as stored); a read of @Finance reads nothing. (Finding 3) A deny
+    of a group cannot be read for certain: gitolite splits the program's lines on blanks (cn
+    'finance team' is in @finance), its search may find more groups: 927."""
+    names = GitoliteNames(group_relations=filter_relations("(member=%{dn})"))
+    conf = "repo pay\n    R = @finance\nrepo board\n    R = @Finance alice\nrepo hr\n    option deny-rules = 1\n    - = @finance\n    R = @all\n"
+    upper = principals("direct:member:finance")  # a member of cn FINANCE: what the directory gives
+    lower = principals("direct:member:finance", "direct:=member:finance")  # of cn finance
+    access, _ = read_gitolite(conf, "gitolite.conf").access_of("pay", names)
+    assert access is not None and decide(access, lower).granted and not decide(access, upper).granted
+    assert readers("board", conf, names) == {"user:alice"}
+    everyone = GitoliteNames(group_relations=names.group_relations, authenticated_token="group:staff")
+    access, why = read_gitolite(conf, "gitolite.conf").access_of("hr", everyone)
+    assert access is None and why == (
+        "gitolite.conf line 7: - = @finance: denies @finance, a group GROUPLIST_PGM may give where the directory reading does not"
+    )
 
 
 def test_deny_rules_decide_in_order_only_where_the_option_says() -> None:

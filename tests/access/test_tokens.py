@@ -19,6 +19,7 @@ from searchcrawl.access.tokens import (
     AccessError,
     Grant,
     Level,
+    direct_token,
     normal_token,
 )
 
@@ -39,6 +40,7 @@ FINANCE = "group:cn=finance,ou=groups,dc=example,dc=org"
         ("Member:CN=Finance , OU=Groups,DC=example,DC=org", "member:" + FINANCE[len("group:") :]),
         ("Direct:memberUid/posixGroup:Inspectors", "direct:memberuid/posixgroup:inspectors"),
         ("direct:member:all staff", "direct:member:all staff"),
+        ("direct:=memberUid:finance", "direct:=memberuid:finance"),
         ("uid:01001", "uid:1001"),
         ("gid:2001", "gid:2001"),
         ("sid:s-1-5-21-0010-2-3-1105", "sid:S-1-5-21-10-2-3-1105"),
@@ -58,11 +60,24 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
         *("sid:S-1-5-4294967296", "sid:S-1-281474976710656-1"),
         "member:finance",  # member: takes a group's DN
         *("direct:finance", "direct:member:cn=finance", "direct:member/posix group:finance", "direct:a/b/c:finance"),
+        # issue 91 (review of point 2, finding 7): strict about blanks around a direct: cn
+        *("direct:member: finance", "direct:member:finance ", " direct:member:finance", "direct:==member:finance"),
     ],
 )
 def test_what_is_not_a_token_is_refused(text: str) -> None:
     with pytest.raises(AccessError):
         normal_token(text)
+
+
+def test_direct_tokens_of_names_with_blanks_or_capitals() -> None:
+    """Issue 91 (review of point 2, findings 2 and 7): a cn with blanks around it is no server's
+    name without them (DokuWiki encodes 'finance%20', gitolite splits on blanks): no token; a
+    case-exact token only for a name that is lower-case already."""
+    assert direct_token("member", None, "Finance") == "direct:member:finance"
+    assert direct_token("member", "posixgroup", "finance", exact=True) == "direct:=member/posixgroup:finance"
+    for cn, exact in (("finance ", False), (" finance", False), ("FINANCE", True), ("finance\t", True)):
+        with pytest.raises(AccessError):
+            direct_token("member", None, cn, exact)
 
 
 def test_fields_hold_every_level_and_the_denies() -> None:

@@ -33,7 +33,8 @@ def agent(**changes: Any) -> DokuwikiAgent:
         ({"superuser": ["@admin,cn=x"]}, "an @group"),
         ({"authenticated_token": "staff"}, "not an access token"),
         ({"group_filter": "(cn=*)"}, "is not a relation of a group"),
-        ({"group_filter": "(member=%{dn})", "group_token": "group:{id}"}, "set one"),
+        ({"group_filter": "(member=%{dn})", "group_token": "group:{id}", "case_sensitive": False}, "set one"),
+        ({"group_filter": "(member=%{dn})"}, "set case_sensitive = false"),
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
@@ -51,7 +52,7 @@ def test_urls_namespaces_and_superusers() -> None:
 
 
 def test_a_wiki_on_ldap_names_its_groups_by_its_groupfilter() -> None:
-    wiki = agent(group_filter="(&(objectClass=groupOfNames)(member=%{dn}))")
+    wiki = agent(group_filter="(&(objectClass=groupOfNames)(member=%{dn}))", case_sensitive=False)
     assert wiki.names.group_relations == (("member", "groupofnames"),) and wiki.names.group_token is None
     assert agent().names.group_relations == ()
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from searchcrawl.agents.base import AgentError
 from searchcrawl.agents.git import GitAgent, GitOptions, _entry, content_type
+from tests.grouplist_program import documented_grouplist
 
 REPOSITORIES = {"handbook": "/srv/git/handbook.git", "tools/deploy": "https://git.example.org/git/tools/deploy.git"}
 SHA = "7e74e68b2a782a3aead46d987a63ca1c91091c13"
@@ -163,3 +164,38 @@ def test_a_gitolite_conf_newer_than_its_compiled_rules_reads_nothing(tmp_path: P
     compiled.unlink()
     agent = GitAgent("code", GitOptions.model_validate(options))
     assert agent._access("handbook")[0] is None  # noqa: SLF001
+
+
+STUB_LDAPSEARCH = """#!/bin/sh
+printf '%s\\n' "$*" >> "$(dirname "$0")/asked"
+case "$*" in
+  *"(uid=bob)"*) printf 'dn: uid=bob (ext),ou=contractors,dc=example,dc=org\\n\\n' ;;
+  *"(uid=twice)"*) printf 'dn: uid=twice,ou=a,dc=example,dc=org\\n\\ndn: uid=twice,ou=b,dc=example,dc=org\\n\\n' ;;
+  *) printf 'dn: cn=finance,ou=groups,dc=example,dc=org\\ncn: finance\\ncn: money\\n\\n'
+     printf 'dn: cn=equipe,ou=groups,dc=example,dc=org\\ncn:: w6lxdWlwZQ==\\ncn: second\\n\\n' ;;
+esac
+"""
+
+
+def test_the_documented_grouplist_program_looks_the_dn_up_and_prints_first_cns(tmp_path: Path) -> None:
+    """Issue 91 (review of point 2, finding 4): the docs' GROUPLIST_PGM (the one the e2e test runs
+    against slapd) searches member by the user's own entry's DN wherever it is (escaped in the
+    filter), prints each group's first cn only, a base64 one decoded, and no group for a name two
+    entries bear. Run with a stub ldapsearch printing LDIF."""
+    stub = tmp_path / "bin" / "ldapsearch"
+    stub.parent.mkdir()
+    stub.write_text(STUB_LDAPSEARCH)
+    stub.chmod(0o755)
+    program = tmp_path / "groups.sh"
+    program.write_text(documented_grouplist("ldapsearch -x", "ou=people,dc=test", "ou=groups,dc=test"))
+    env = {**os.environ, "PATH": f"{stub.parent}:{os.environ['PATH']}"}
+
+    def groups(user: str) -> str:
+        return subprocess.run(["sh", str(program), user], capture_output=True, text=True, env=env, check=True, timeout=30).stdout
+
+    assert groups("bob") == "finance\néquipe\n"
+    asked = (stub.parent / "asked").read_text().splitlines()
+    assert (
+        asked[-1] == "-x -b ou=groups,dc=test (|(memberUid=bob)(member=uid=bob \\28ext\\29,ou=contractors,dc=example,dc=org)) cn"
+    )
+    assert groups("twice") == ""

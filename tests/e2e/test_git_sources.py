@@ -25,6 +25,7 @@ from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
 from tests.git_server import CRAWLER, DIRECTORY_GROUPS, GitServer
+from tests.grouplist_program import documented_grouplist
 
 SECRET = "GIT_CRAWL_PASSWORD_TEST"
 USERS = ("alice", "bob", "carol", "")
@@ -217,11 +218,11 @@ def test_a_grouplist_program_searching_ldap_grants_the_groups_its_filter_finds(
     DN, no nesting): each directory user's trimmed search finds exactly the repositories gitolite
     lets them read, the source stating the program's filter (``group_filter``)."""
     groupfilter = "(|(memberUid=%{user})(member=%{dn}))"
-    search = f"(|(memberUid=$1)(member=uid=$1,{directory_server.user_base}))"
-    script = (
-        f"#!/bin/sh\nldapsearch -x -LLL -H {directory_server.url} -D '{directory_server.bind_dn}' "
-        f"-w '{directory_server.bind_password}' -b '{directory_server.group_base}' \"{search}\" cn | sed -n 's/^cn: //p'\n"
+    search = (
+        f"ldapsearch -x -LLL -o ldif-wrap=no -H {directory_server.url} -D '{directory_server.bind_dn}' "
+        f"-w '{directory_server.bind_password}'"
     )
+    script = documented_grouplist(search, directory_server.user_base, directory_server.group_base)  # the docs' own
     git_server.set_rules("".join(f"repo groups/{cn}\n    R = @{cn}\n" for cn in GROUP_REPOSITORIES))
     for cn in GROUP_REPOSITORIES:
         git_server.commit(f"groups/{cn}", {"notes.txt": f"zebrafinch {cn}"})
