@@ -464,10 +464,24 @@ def check_searches(corpus: Corpus, suggestions: bool = True) -> None:
         if not suggestions:
             continue
         for url, document in corpus.documents.items():
-            page = run_search(TrimmedIndex(client, principals), SearchRequest(typo(document.word)))
-            assert page.total == 0, (user, url)
-            offered = [text for text, _link in page.suggestions]
+            offered = offered_spellings(TrimmedIndex(client, principals), typo(document.word), url in expected)
             assert offered == ([document.word] if url in expected else []), (user, url, offered)
+
+
+def offered_spellings(index: TrimmedIndex, misspelt: str, readable: bool) -> list[str]:
+    """The spellings the page offers for ``misspelt`` (which finds nothing). A suggestion the
+    searcher should see but did not is asked again, up to three times: Solr drops a collation
+    whose trial query fails or runs out of the search's time bound (``timeAllowed``), and one CI
+    run on a loaded 2-core machine missed one suggestion of 130 (not reproduced alone). An
+    offered suggestion, the leak this test is for, is never asked again."""
+    offered: list[str] = []
+    for _ask in range(3):
+        page = run_search(index, SearchRequest(misspelt))
+        assert page.total == 0, misspelt
+        offered = [text for text, _link in page.suggestions]
+        if offered or not readable:
+            return offered
+    return offered
 
 
 # --- the tests --------------------------------------------------------------------------------------
