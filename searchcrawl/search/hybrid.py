@@ -204,8 +204,9 @@ def fuse(
             logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
     passages = dict(nearest)
     if nearest:
-        weight = knn_weight(model_key(model.model_id), query)
-        logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", query_shape(query), weight)
+        shape = query_shape(query)
+        weight = knn_weight(model_key(model.model_id), shape)
+        logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", shape, weight)
         lists = [order, [parent for parent, _ in nearest]]
         order = [item for item, _ in reciprocal_rank_fusion(lists, semantic.k, semantic.window, (1.0, weight))]
     found_by_words = {str(doc["id"]) for doc in words}

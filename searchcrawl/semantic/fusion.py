@@ -55,13 +55,13 @@ QUESTION_WORDS = frozenset(
 )
 MESSAGE_WORDS = 3  # plain words beside a name: an error message ("ValueError: operands could not ..."), not a name
 QUESTION_LENGTH = 5  # words: a query this long is a sentence in a user's words, as a question is
-CODE_TOKEN = re.compile(
-    r"""[A-Za-z_][\w$]*\.[A-Za-z_][\w$]*           # a dotted name: org.apache.nutch.X, plt.plot
-    | \b[A-Za-z]*[a-z][A-Z]\w*                   # camelCase or CamelCase inside a word: ValueError, getUrl
-    | \b[A-Z]{2,}[a-z]\w*                        # an acronym that opens a name: URLFilterException
-    | \b\w+_\w+                                  # snake_case, SCREAMING_CASE
-    | \w(?:\(|\[)                                 # a call or an index: print(, a[
-    | ["<>`{}] | (?<!\w)'|'(?!\w)               # a quoted string (not an apostrophe), a log line's <404>, markup
+CODE_TOKEN = re.compile(  # each branch starts at a word's start and stops at its first proof: linear in a hostile query
+    r"""(?<![\w$])[A-Za-z_][\w$]*\.[A-Za-z_]      # a dotted name: org.apache.nutch.X, plt.plot
+    | \b[A-Za-z]*[a-z][A-Z]                      # camelCase or CamelCase inside a word: ValueError, getUrl
+    | \b[A-Z]{2,}[a-z]                           # an acronym that opens a name: URLFilterException
+    | \b\w+_\w                                   # snake_case, SCREAMING_CASE
+    | \w[(\[]                                     # a call or an index: print(, a[
+    | ["<>`{}] | (?<!\w)'|'(?!\w)                # a quoted string (not an apostrophe), a log line's <404>, markup
     """,
     re.VERBOSE,
 )
@@ -102,6 +102,7 @@ CALIBRATED_WEIGHTS: Mapping[tuple[str, str], Mapping[str, float]] = MappingProxy
 )
 
 
-def knn_weight(key: tuple[str, str], query: str) -> float:
-    """The kNN list's weight for ``query`` under the model of calibration key ``key``."""
-    return CALIBRATED_WEIGHTS.get(key, DEFAULT_WEIGHTS)[query_shape(query)]
+def knn_weight(key: tuple[str, str], shape: str) -> float:
+    """The kNN list's weight for a query of ``shape`` (``query_shape``) under the model of
+    calibration key ``key``."""
+    return CALIBRATED_WEIGHTS.get(key, DEFAULT_WEIGHTS)[shape]

@@ -116,7 +116,9 @@ def main() -> None:
         for model in kept.models:
             key = model_key(kept.kept["model_ids"][model]) if "model_ids" in kept.kept else (model, "")
             rows[f"hybrid-{model} (as run)"] = kept.kept[f"hybrid-{model}"]
-            rows[f"hybrid-{model}, weights of today"] = kept.fused(model, lambda query, key=key: knn_weight(key, query.text))
+            rows[f"hybrid-{model}, weights of today"] = kept.fused(
+                model, lambda query, key=key: knn_weight(key, query_shape(query.text))
+            )
             if train:
                 weights = tuned(train, model)
                 print(f"{model} tuned on {args.tune}: {weights}")

@@ -68,6 +68,6 @@ def test_a_query_s_shape_is_read_from_its_text(text: str, shape: str) -> None:
 
 def test_a_calibrated_model_has_its_own_weights_another_the_default() -> None:
     for key, weights in CALIBRATED_WEIGHTS.items():
-        assert set(weights) == set(DEFAULT_WEIGHTS) and knn_weight(key, "URLFilterException") == weights[NAME]
-    assert knn_weight(("openai", "768"), "how do I save an array") == DEFAULT_WEIGHTS[QUESTION] == 1.0
-    assert knn_weight(("openai", "768"), "URLFilterException") == DEFAULT_WEIGHTS[NAME] < 1.0
+        assert set(weights) == set(DEFAULT_WEIGHTS) and knn_weight(key, NAME) == weights[NAME]
+    assert knn_weight(("openai", "768"), QUESTION) == DEFAULT_WEIGHTS[QUESTION] == 1.0
+    assert knn_weight(("openai", "768"), NAME) == DEFAULT_WEIGHTS[NAME] < 1.0
