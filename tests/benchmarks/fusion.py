@@ -116,6 +116,7 @@ def main() -> None:
         for model in kept.models:
             key = model_key(kept.kept["model_ids"][model]) if "model_ids" in kept.kept else (model, "")
             rows[f"hybrid-{model} (as run)"] = kept.kept[f"hybrid-{model}"]
+            rows[f"hybrid-{model}, equal weights"] = kept.fused(model, lambda _query: 1.0)
             rows[f"hybrid-{model}, weights of today"] = kept.fused(
                 model, lambda query, key=key: knn_weight(key, query_shape(query.text))
             )
