@@ -11,7 +11,8 @@ floor every query matched (issue 91); a model with neither floor finds nothing b
 its setting gives one. The passages are collapsed to their documents (a document
 ranks by its best passage), and the two lists fused by reciprocal rank fusion (semantic/fusion.py:
 k = 60, each list read to
-``WINDOW`` = 100 documents) in the application. The fused order covers the first ``WINDOW`` hits
+``WINDOW`` = 100 documents) in the application, the kNN list weighed by the query's shape (a name,
+an error message, a question, keywords: ``knn_weight``, calibrated per model, issue 93). The fused order covers the first ``WINDOW`` hits
 (10 pages of 10); a page beyond it, and a search sorted by date or title, is the words query's
 own. A document found by meaning alone is fetched like a best bet: trimmed, with the search's
 filters, one hit per URL. Its snippet is its best passage (the words query's highlight where the
@@ -42,8 +43,9 @@ from searchcrawl.semantic.embedders import (
     embedder_from,
     field_name,
     model_floor,
+    model_key,
 )
-from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
+from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, knn_weight, query_shape, reciprocal_rank_fusion
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, complete, has_passages
 
 logger = logging.getLogger(__name__)
@@ -194,16 +196,19 @@ def fuse(
     words = list(unique_hits(words))
     order = [str(doc["id"]) for doc in words]
     nearest: list[tuple[str, dict[str, Any]]] = []
+    model = semantic.active()
     try:
-        nearest = nearest_documents(index, semantic.active(), query, filters, params, semantic.window)
+        nearest = nearest_documents(index, model, query, filters, params, semantic.window)
     except Exception as exc:  # noqa: BLE001 - the model or Solr failing: the words' hits, never an error page
         if SEMANTIC_FAILED_LOG():
             logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
     passages = dict(nearest)
     if nearest:
-        order = [
-            item for item, _ in reciprocal_rank_fusion([order, [parent for parent, _ in nearest]], semantic.k, semantic.window)
-        ]
+        shape = query_shape(query)
+        weight = knn_weight(model_key(model.model_id), shape)
+        logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", shape, weight)
+        lists = [order, [parent for parent, _ in nearest]]
+        order = [item for item, _ in reciprocal_rank_fusion(lists, semantic.k, semantic.window, (1.0, weight))]
     found_by_words = {str(doc["id"]) for doc in words}
     meaning_only = sum(1 for item in order if item not in found_by_words)
     page = order[start : start + rows]

@@ -306,10 +306,15 @@ CALIBRATED_FLOORS: dict[tuple[str, str], float] = {
 }
 
 
+def model_key(model_id: str) -> tuple[str, str]:
+    """(kind, digest of the weights) of the model ``model_id``: what its calibrations are kept by."""
+    kind, _, rest = model_id.partition("/")
+    return kind, rest.rsplit("/", 1)[-1]
+
+
 def calibrated_floor(model_id: str) -> float | None:
     """The calibrated similarity floor of the model ``model_id`` (None when it has none)."""
-    kind, _, rest = model_id.partition("/")
-    return CALIBRATED_FLOORS.get((kind, rest.rsplit("/", 1)[-1]))
+    return CALIBRATED_FLOORS.get(model_key(model_id))
 
 
 def model_floor(given: float | None, model_id: str) -> float | None:

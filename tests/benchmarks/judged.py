@@ -45,8 +45,8 @@ from searchcrawl.search.evaluation import (
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.query import Ranking
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.semantic.embedders import embedder_from
-from searchcrawl.semantic.passage_index import PassageIndex
+from searchcrawl.semantic.embedders import Embedder, embedder_from
+from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
 from searchcrawl.web.search_page import judged_run
 from tests.benchmarks.measure import python_path, run_measured
 from tests.benchmarks.real_sites import RealSite
@@ -89,6 +89,16 @@ def crawl(site: RealSite, source: str, work: Path, solr_url: str, extra: str = "
         )
         measured = run_measured([sys.executable, "-m", "scrapy", "crawl", source, "-s", "LOG_LEVEL=WARNING"], ROOT, env)
         return {"seconds": round(measured.seconds, 1), "requests": len(server.arrivals()), "base": server.url}
+
+
+def embedded_passages(core: str, spec: str, source: str) -> tuple[str, Embedder, SyncResult]:
+    """(the model's kind, its embedder, the pass) of ``source``'s passages embedded with the model
+    ``spec`` (SEARCHCRAWL_EMBEDDINGS' form) into the Solr core ``core``."""
+    embedder = embedder_from(spec)
+    assert embedder is not None
+    result = PassageIndex(SolrIndex(core, timeout=120), embedder, page=100).sync(source)
+    assert not result.error, result.error
+    return spec.split(":")[0], embedder, result
 
 
 def add_anchor_texts(site: RealSite, base: str, core: str, source: str) -> int:
@@ -229,11 +239,7 @@ def main() -> None:
             semantic: dict[str, SemanticSearch | None] = {ranking: None for ranking in rankings}
             embedded: dict[str, dict[str, Any]] = {}
             for spec in args.embeddings:
-                embedder = embedder_from(spec)
-                assert embedder is not None
-                result = PassageIndex(SolrIndex(core, timeout=120), embedder, page=100).sync(source)
-                assert not result.error, result.error
-                kind = spec.split(":")[0]
+                kind, embedder, result = embedded_passages(core, spec, source)
                 embedded[kind] = {
                     "model": embedder.model_id,
                     "documents": result.documents,

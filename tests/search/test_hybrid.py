@@ -1,4 +1,4 @@
-"""Hybrid retrieval's kNN half (search/hybrid.py), without Solr: the similarity floor."""
+"""Hybrid retrieval (search/hybrid.py), without Solr: the similarity floor, the fusion by the query's shape."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from searchcrawl.search.hybrid import SemanticModel, nearest_documents, spec_floor
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch, fuse, nearest_documents, spec_floor
 
 
 class Model:
@@ -54,3 +54,37 @@ def test_a_model_with_no_floor_finds_nothing_by_meaning() -> None:
     index = Index({"related": 0.81, "unrelated": 0.55})
     assert not nearest_documents(index, SemanticModel(Unembeddable()), "qwxzzy blorft", [], {}, 10)  # type: ignore[arg-type]
     assert len(nearest_documents(index, SemanticModel(Model(), 0.0), "q", [], {}, 10)) == 2  # type: ignore[arg-type]
+
+
+class Pages(Index):
+    """An index whose kNN query finds ``nearest`` (best first) and whose every document is readable."""
+
+    def __init__(self, nearest: list[str]) -> None:
+        super().__init__({parent: 0.9 for parent in nearest})
+
+    def search(self, query: str, params: dict[str, Any]) -> SimpleNamespace:
+        ids = next(f for f in params["fq"] if f.startswith("{!terms f=id")).split("}", 1)[1].split()
+        return SimpleNamespace(docs=[{"id": item, "url": f"http://127.0.0.1/{item}"} for item in ids], highlighting={})
+
+
+def fused_order(query: str, words: list[str], nearest: list[str]) -> list[str]:
+    semantic = SemanticSearch(SemanticModel(Model(), 0.5))
+    hits = [{"id": item, "url": f"http://127.0.0.1/{item}"} for item in words]
+    return [str(doc["id"]) for doc in fuse(Pages(nearest), semantic, query, hits, [], {}, 0, 10).docs]  # type: ignore[arg-type]
+
+
+def test_an_exact_name_keeps_the_words_order_above_what_meaning_alone_found() -> None:
+    """Issue 93: a class or exception name is found by its words; equal weights put each page the
+    model found nearest (by shared vocabulary) level with the words' first hit, above the words'
+    second: the Nutch error queries fell under the plain content query. A name's kNN list now
+    weighs less, so what meaning alone found comes after the words' hits."""
+    words = ["ParseException", "ParseUtil", "ParserFactory", "ParseStatus", "ParseResult"]
+    order = fused_order("org.apache.nutch.parse.ParseException", words, ["HtmlParser", "TikaParser"])
+    assert order[:5] == words and order[5:] == ["HtmlParser", "TikaParser"]
+
+
+def test_a_question_keeps_the_plain_reciprocal_rank_fusion() -> None:
+    """A question in a user's words is where meaning helps: an uncalibrated model's list weighs as
+    the words' (the fusion of issue 76)."""
+    order = fused_order("how do I keep the crawler on my own domain", ["a", "b", "c"], ["k1", "b"])
+    assert order == ["b", "a", "k1", "c"]

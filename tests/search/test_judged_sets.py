@@ -24,13 +24,18 @@ KINDS = {"keyword", "question", "navigational", "error"}
 NEVER_JUDGED = re.compile(r"/_sources/|/class-use/|/allclasses|/index-all\.html|-tree\.html|/package-use\.html")
 
 
-@pytest.mark.parametrize("name", sorted(SETS))
+# set: (its queries at least, of each kind at least)
+SIZES = {"scipy-lectures": (50, 12), "nutch": (50, 12), "scrapy-docs": (24, 5)}  # scrapy-docs: issue 93's held-out set
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
 def test_a_judged_set_is_complete(name: str) -> None:
     queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"), name)
     judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"), name)
-    assert len(queries) >= 50
+    least, least_of_a_kind = SIZES[name]
+    assert len(queries) >= least
     assert {query.kind for query in queries} == KINDS
-    assert all(sum(1 for query in queries if query.kind == kind) >= 12 for kind in KINDS)
+    assert all(sum(1 for query in queries if query.kind == kind) >= least_of_a_kind for kind in KINDS)
     assert set(judgments) == {query.qid for query in queries}
     assert all(any(grade >= ANSWER for grade in judgments[query.qid].values()) for query in queries)
     assert not [page for grades in judgments.values() for page in grades if NEVER_JUDGED.search(page)]

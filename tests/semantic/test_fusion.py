@@ -1,8 +1,21 @@
-"""Reciprocal rank fusion (semantic/fusion.py)."""
+"""Reciprocal rank fusion and the query's shape that weighs it (semantic/fusion.py)."""
 
 from __future__ import annotations
 
-from searchcrawl.semantic.fusion import best_per_parent, reciprocal_rank_fusion
+import pytest
+
+from searchcrawl.semantic.fusion import (
+    CALIBRATED_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    KEYWORDS,
+    MESSAGE,
+    NAME,
+    QUESTION,
+    best_per_parent,
+    knn_weight,
+    query_shape,
+    reciprocal_rank_fusion,
+)
 
 
 def test_a_document_in_both_lists_beats_one_first_in_one() -> None:
@@ -21,3 +34,40 @@ def test_the_score_is_the_sum_of_reciprocal_ranks_within_the_window() -> None:
 
 def test_a_document_ranks_by_its_best_passage() -> None:
     assert best_per_parent([("d1", 1), ("d2", 2), ("d1", 3)]) == [("d1", 1), ("d2", 2)]
+
+
+def test_a_list_s_weight_multiplies_its_reciprocal_ranks() -> None:
+    scores = dict(reciprocal_rank_fusion([["a"], ["b", "a"]], k=60, weights=(1.0, 0.5)))
+    assert scores == {"a": 1 / 61 + 0.5 / 62, "b": 0.5 / 61}
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("org.apache.nutch.protocol.ProtocolNotFound", NAME),
+        ("URLFilterException", NAME),
+        ("CrawlDatum class", NAME),
+        ("my_function", NAME),
+        ("ValueError: operands could not be broadcast together", MESSAGE),
+        ("LinAlgError: singular matrix", MESSAGE),
+        ("Ignoring response <404>: HTTP status code is not handled", MESSAGE),
+        ("TypeError: 'str' object does not support item assignment", MESSAGE),
+        ("KeyError when looking up a key", MESSAGE),
+        ("how do I save an array to a file", QUESTION),
+        ("what is a tuple?", QUESTION),
+        ("remove noise from a photo", QUESTION),
+        ("my function's default argument keeps its values", QUESTION),  # an apostrophe is no quote
+        ("fetch schedule", KEYWORDS),
+        ("robots denied", KEYWORDS),
+        ("", KEYWORDS),
+    ],
+)
+def test_a_query_s_shape_is_read_from_its_text(text: str, shape: str) -> None:
+    assert query_shape(text) == shape
+
+
+def test_a_calibrated_model_has_its_own_weights_another_the_default() -> None:
+    for key, weights in CALIBRATED_WEIGHTS.items():
+        assert set(weights) == set(DEFAULT_WEIGHTS) and knn_weight(key, NAME) == weights[NAME]
+    assert knn_weight(("openai", "768"), QUESTION) == DEFAULT_WEIGHTS[QUESTION] == 1.0
+    assert knn_weight(("openai", "768"), NAME) == DEFAULT_WEIGHTS[NAME] < 1.0

@@ -1,0 +1,123 @@
+"""The lists the hybrid order is made of, kept for every judged query (issue 93): each judged set's
+site crawled into a development Solr and its passages embedded (as tests/benchmarks/judged.py
+does), then every query searched as the search page searches it, and kept: the words query's hits
+(to the fusion's window), the plain content query's, and the kNN query's documents with their
+best passage's score, read without a floor. ``tests.benchmarks.fusion`` then scores fusions of
+them (weights, floors, a re-ranker) without asking Solr again: nDCG is deterministic, so a change
+of the fusion is measured on exactly the same lists.
+
+    .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --embeddings wordllama
+    apt-get download python-scrapy-doc   # the third corpus, tuned on by nobody: Scrapy 2.8's documentation
+    .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --sets scrapy-docs \
+        --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb --embeddings wordllama
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pysolr
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.ranking_rules import Rules
+from searchcrawl.search import hybrid
+from searchcrawl.search.evaluation import means, read_qrels, read_queries, score_run
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.web.search_page import judged_run
+from tests.benchmarks.judged import JUDGED, SETS, crawl, embedded_passages, workspace
+from tests.benchmarks.real_sites import RealSite
+
+SCRAPY_DOCS = "scrapy-docs"  # the judged set of Debian's python-scrapy-doc (tests/search/judged/scrapy-docs/NOTES.md)
+HTML = "usr/share/doc/python-scrapy-doc/html"
+
+
+def debian_site(package: Path, work: Path) -> RealSite:
+    """The documentation site a Debian package holds (``dpkg-deb -x``), its HTML folder the root."""
+    subprocess.run(["dpkg-deb", "-x", str(package), str(work)], check=True)
+    return RealSite(SCRAPY_DOCS, work / HTML, "index.html")
+
+
+def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: SemanticModel) -> dict[str, dict[str, Any]]:
+    """qid -> {"words": [id...], "nearest": [[id, score, passage text]...]}: what ``fuse`` was given."""
+    kept: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] = {}
+    original_nearest, original_fuse = hybrid.nearest_documents, hybrid.fuse
+
+    def nearest(*args: Any, **kwargs: Any) -> list[tuple[str, dict[str, Any]]]:
+        found = original_nearest(*args, **kwargs)
+        current["nearest"] = [
+            [parent, float(doc.get("score") or 0.0), str(doc.get("passage_text") or "")] for parent, doc in found
+        ]
+        return found
+
+    def fuse(index: Any, semantic: Any, query: str, words: Any, *args: Any, **kwargs: Any) -> Any:
+        current["words"] = [str(doc["id"]) for doc in words]
+        return original_fuse(index, semantic, query, words, *args, **kwargs)
+
+    hybrid.nearest_documents, hybrid.fuse = nearest, fuse  # type: ignore[assignment]
+    try:
+        import searchcrawl.web.search_page as page
+
+        page_fuse, page.fuse = page.fuse, fuse  # type: ignore[attr-defined]
+        try:
+            for query in queries:
+                current.clear()
+                judged_run(index, [query], source, Rules(), "page", SemanticSearch(model))
+                kept[query.qid] = dict(current)
+        finally:
+            page.fuse = page_fuse  # type: ignore[attr-defined]
+    finally:
+        hybrid.nearest_documents, hybrid.fuse = original_nearest, original_fuse  # type: ignore[assignment]
+    return kept
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--embeddings", action="append", default=[], metavar="SPEC")
+    parser.add_argument("--scrapy-docs", default="", metavar="DEB", help="python-scrapy-doc's .deb, for --sets scrapy-docs")
+    args = parser.parse_args()
+    work, out, solr = workspace("searchcrawl-fusion-", args.out)
+    core = solr.start(timeout=600)
+    try:
+        index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
+        for name in args.sets.split(","):
+            if name == SCRAPY_DOCS:
+                source, site = "scrapydocs", debian_site(Path(args.scrapy_docs), work / f"site-{name}")
+            else:
+                site_name, source = SETS[name]
+                site = RealSite.unpack(site_name, work / f"site-{name}")
+            crawled = crawl(site, source, work, core)
+            pysolr.Solr(core, timeout=120).commit()
+            queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
+            judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
+            docs = pysolr.Solr(core, timeout=120).search(f'source:"{source}"', fl="id,url", rows=100_000).docs
+            urls = {str(doc["id"]): str(doc["url"]) for doc in docs}
+            entry: dict[str, Any] = {"crawl": {k: v for k, v in crawled.items() if k != "base"}, "urls": urls, "lists": {}}
+            for ranking in ("words", "plain"):
+                ranked, _ = judged_run(index, queries, source, Rules(), ranking)
+                entry[ranking] = ranked
+                print(name, ranking, round(means(score_run(queries, judgments, ranked))["ndcg@10"], 4))
+            for spec in args.embeddings:
+                kind, embedder, _result = embedded_passages(core, spec, source)
+                ranked, _ = judged_run(index, queries, source, Rules(), "page", SemanticSearch(SemanticModel(embedder)))
+                entry[f"hybrid-{kind}"] = ranked
+                print(name, f"hybrid-{kind}", round(means(score_run(queries, judgments, ranked))["ndcg@10"], 4))
+                entry["lists"][kind] = kept_lists(index, queries, source, SemanticModel(embedder, 0.0))
+                entry.setdefault("floors", {})[kind] = SemanticModel(embedder).floor
+                entry.setdefault("model_ids", {})[kind] = embedder.model_id
+            (out / f"{name}.json").write_text(json.dumps(entry), encoding="utf-8")
+    finally:
+        solr.stop()
+    print(f"lists in {out}")
+
+
+if __name__ == "__main__":
+    main()
