@@ -185,7 +185,7 @@ def agent_server(ctx: WebContext) -> FastMCP:
     async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
         """An answer with numbered citations, from what the token's user may read only."""
         principals, token_name, user = _caller(context)
-        if ctx.config.answers is None or ctx.semantic is None:
+        if (ctx.config.answers is None and ctx.config.extractive is None) or ctx.semantic is None:
             found = None
             error = "answers are off"
         else:
@@ -193,6 +193,7 @@ def agent_server(ctx: WebContext) -> FastMCP:
             found = await in_thread(ctx.answer, question, principals, filters, params)
             error = "no answer now"
         said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
+        said += ", an extract" if found is not None and found.extract is not None else ""
         logger.info("Agent answer by token %r (%s): %s", token_name, user or "public", said)
         return {"answer": None, "error": error} if found is None else {"answer": answer_json(found)}
 

@@ -345,6 +345,7 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
         asked = {"q": "When is parking free?", "source": source, "sort": "date", "tracker": "x1", "answer": "0"}
         page = requests.get(base + "/", params=asked, timeout=30).text
         assert "Answer this from what I may read" in page
+        assert "<mark>Parking permits are free at the gate office.</mark>" in page  # the extract, at once (issue 93)
         # the link is the search's own parameters and answer=1, none other of the request (issue 91)
         link = re.search(r'<p class="answer-ask"><a href="([^"]+)"', page)
         assert link is not None and html.unescape(link[1]) == "/?" + urlencode(
