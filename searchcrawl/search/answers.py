@@ -33,7 +33,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -201,19 +201,18 @@ def answer_config(get: Callable[[str], Any], api_key: str | None) -> AnswerConfi
     url = str(get("SEARCHCRAWL_ANSWERS_URL") or "").strip()
     if not url:
         return None
-    return retrieval_config(get, api_key)
-
-
-def retrieval_config(get: Callable[[str], Any], api_key: str | None = None) -> AnswerConfig:
-    """The SEARCHCRAWL_ANSWERS_* settings whether a model is set or not (url "": none): the
-    passages' budgets and threshold are the extractive answer's too (extractive.py)."""
-    url = str(get("SEARCHCRAWL_ANSWERS_URL") or "").strip()
-    if url and urlsplit(url).scheme not in ("http", "https"):
+    if urlsplit(url).scheme not in ("http", "https"):
         raise ValueError(f"SEARCHCRAWL_ANSWERS_URL is http(s), not {url!r}")
+    model = str(get("SEARCHCRAWL_ANSWERS_MODEL") or "")
+    return replace(retrieval_config(get), url=url, model=model, api_key=api_key)
+
+
+def retrieval_config(get: Callable[[str], Any]) -> AnswerConfig:
+    """The SEARCHCRAWL_ANSWERS_* settings of the passages (their budgets and threshold) with no
+    model (url ""): the extractive answer's (extractive.py), which never asks a model."""
     return AnswerConfig(
-        url=url,
-        model=str(get("SEARCHCRAWL_ANSWERS_MODEL") or ""),
-        api_key=api_key,
+        url="",
+        model="",
         passages=int(get("SEARCHCRAWL_ANSWERS_PASSAGES") or 6),
         passage_chars=int(get("SEARCHCRAWL_ANSWERS_PASSAGE_CHARS") or 1200),
         budget_chars=int(get("SEARCHCRAWL_ANSWERS_BUDGET_CHARS") or 6000),
@@ -518,26 +517,15 @@ def answer(
     filters: Sequence[str] = (),
     params: dict[str, Any] | None = None,
     window: int = 20,
+    lead: Callable[[Answer], None] | None = None,
 ) -> Answer:
     """The answer to ``question`` from what the searcher of ``index`` may read (see the module's
-    docstring). Raises ``AnswerFailed`` when the model fails (with what was gathered up to then);
-    IndexingError when Solr does."""
-    return ask(gathered(index, model, question, config, filters, params, window), config)
-
-
-def gathered(
-    index: TrimmedIndex,
-    model: SemanticModel,
-    question: str,
-    config: AnswerConfig,
-    filters: Sequence[str] = (),
-    params: dict[str, Any] | None = None,
-    window: int = 20,
-) -> Answer:
-    """The passages an answer to ``question`` is made from (``Answer.sources``, each found with
-    its verdict in ``considered``), from what the searcher of ``index`` may read: the one
-    retrieval, trimming and "no answer" floor of the model's answers and the extractive one
-    (``refused``: NO_ANSWER when none is similar enough). Raises IndexingError when Solr fails."""
+    docstring). The passages gathered (``sources``, each found with its verdict in ``considered``)
+    are the one retrieval, trimming and "no answer" floor of the model's answers and the extractive
+    one: ``lead`` (extractive.py ``with_extract``) sees them before the model does, and its extract
+    leads the prompt. A ``config`` without a URL asks no model: the answer is what ``lead`` made of
+    the passages. Raises ``AnswerFailed`` when the model fails (with what was gathered up to
+    then); IndexingError when Solr does."""
     started = time.monotonic()
     question = " ".join(question.split())[:MAX_QUESTION_CHARS]
     result = Answer(question, model=config.model)
@@ -560,17 +548,11 @@ def gathered(
     result.sources, result.considered = select_sources(nearest, documents, config)
     if not result.sources:
         result.refused = NO_ANSWER
-    result.seconds = time.monotonic() - started
-    return result
-
-
-def ask(result: Answer, config: AnswerConfig) -> Answer:
-    """``result`` (``gathered``'s, with its ``extract`` if made) answered by the model and checked
-    (see the module's docstring); unchanged when no passage was similar enough (no model call)."""
-    if not result.sources:
+    if lead is not None:
+        lead(result)
+    if not result.sources or not config.url:
+        result.seconds = time.monotonic() - started
         return result
-    started = time.monotonic() - result.seconds
-    question = result.question
     result.asked_model = True
     chat = messages(question, result.sources, result.extract)
     result.prompt_chars = sum(len(message["content"]) for message in chat)

@@ -1,7 +1,7 @@
 """Extractive answers: the answering sentence without a language model (issue 93).
 
 For a question (``is_question``: the query classifier), the passages are gathered exactly as for
-the model's answers (answers.py ``gathered``: the kNN query through the one Searcher, trimmed before
+the model's answers (answers.py ``answer``, with ``with_extract`` as its lead and no model URL: the kNN query through the one Searcher, trimmed before
 its top k, each document confirmed readable, a passage made from an older text of its page never
 taken, none under ``AnswerConfig.threshold``: "No answer in what you may read."). Of those, in the
 passage ranking's order (the kNN score; a ``Reranker``'s scores where one is given), the first
@@ -23,19 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchcrawl.search.answers import (
-    NO_ANSWER,
-    Answer,
-    AnswerConfig,
-    AnswerSource,
-    SourceWords,
-    content_words,
-    gathered,
-    speaks_of,
-    split_sentences,
-)
-from searchcrawl.search.hybrid import SemanticModel, cut
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.answers import NO_ANSWER, Answer, AnswerSource, SourceWords, content_words, speaks_of, split_sentences
+from searchcrawl.search.hybrid import cut
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +122,7 @@ class Extract:
 
 
 def best_extract(question: str, sources: Sequence[AnswerSource], rerank: Reranker | None = None) -> Extract | None:
-    """The extract of the first of ``sources`` (answers.py ``gathered``'s: readable, current, at
+    """The extract of the first of ``sources`` (answers.py ``answer``'s: readable, current, at
     or above the threshold) in the ranking's order whose marked sentences speak of ``question``;
     None when none does."""
     scores = list(rerank(question, sources)) if rerank is not None else [source.score for source in sources]
@@ -147,18 +136,9 @@ def best_extract(question: str, sources: Sequence[AnswerSource], rerank: Reranke
     return None
 
 
-def extractive_answer(
-    index: TrimmedIndex,
-    model: SemanticModel,
-    question: str,
-    config: AnswerConfig,
-    filters: Sequence[str] = (),
-    params: dict[str, Any] | None = None,
-    rerank: Reranker | None = None,
-) -> Answer:
-    """``gathered``'s passages for ``question`` and the extract chosen of them (``Answer.extract``);
-    ``refused`` NO_ANSWER when there is none. Raises IndexingError when Solr fails."""
-    result = gathered(index, model, question, config, filters, params)
+def with_extract(result: Answer, rerank: Reranker | None = None) -> None:
+    """``result`` (answers.py ``answer``'s, as its ``lead``) given the extract chosen of its
+    passages (``Answer.extract``), and ``refused`` NO_ANSWER when there is none: the answer of a
+    configuration without a model, the model's lead with one."""
     result.extract = best_extract(result.question, result.sources, rerank)
     result.refused = "" if result.extract is not None else NO_ANSWER
-    return result

@@ -421,7 +421,9 @@ class WebContext:
             if self.config.extractive is None:
                 return None
             try:
-                return extractive.extractive_answer(index, model, question, self.config.extractive, filters, params)
+                return answers.answer(
+                    index, model, question, self.config.extractive, filters, params, lead=extractive.with_extract
+                )
             except Exception as exc:  # noqa: BLE001 - Solr or the embedding model failing: the hits alone
                 if ANSWER_FAILED_LOG():
                     logger.warning("No extractive answer (the hits are shown alone): %s", type(exc).__name__)
@@ -431,9 +433,8 @@ class WebContext:
                 logger.warning("No answer: %d answers are waiting for the model already", ANSWERS_AT_ONCE)
             return None
         try:
-            if self.config.extractive is None:
-                return answers.answer(index, model, question, config, filters, params)
-            return answers.ask(extractive.extractive_answer(index, model, question, config, filters, params), config)
+            lead = extractive.with_extract if self.config.extractive is not None else None
+            return answers.answer(index, model, question, config, filters, params, lead=lead)
         except answers.AnswerFailed as exc:  # a model that fails or answers junk: its extract, or the hits alone
             if ANSWER_FAILED_LOG():
                 logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)

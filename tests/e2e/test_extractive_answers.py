@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Iterator
 
+import pytest
 import requests
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access
-from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, ask
-from searchcrawl.search.extractive import extractive_answer
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, Answer, AnswerConfig, answer
+from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.passage_index import PassageIndex
@@ -28,60 +31,71 @@ BONUS = "How big is the bonus pool for 2027?"
 NO_MODEL = AnswerConfig(url="", model="")  # the product's threshold and budgets, no model server
 
 
-def test_the_answering_sentence_of_a_readable_page_only(corpus, wordllama) -> None:  # noqa: F811
+@pytest.fixture
+def kept_apart(corpus: tuple[str, SolrIndex]) -> Iterator[tuple[str, SolrIndex]]:  # noqa: F811
+    """test_answers.py's corpus, deleted after the test (documents and passages): explain-answer
+    searches every source of the shared dev Solr, and each corpus left there holds one more
+    withheld bonus page that crowds the nearest ones it lists."""
+    yield corpus
+    source, index = corpus
+    found = index.search("*:*", fq=["{!term f=source}" + source, "-doc_type:passage"], fl="id", rows=1000)
+    index.delete([str(doc["id"]) for doc in found.docs])
+    index.commit()
+
+
+def extractive_answer(index: TrimmedIndex, model: SemanticModel, question: str, filters: list[str]) -> Answer:
+    """The answer of an installation without a model server, as the web application asks it."""
+    return answer(index, model, question, NO_MODEL, filters, lead=with_extract)
+
+
+def test_the_answering_sentence_of_a_readable_page_only(kept_apart, wordllama) -> None:  # noqa: F811
     """The only page that answers is readable by finance alone: its reader gets its sentence
     marked and cited; a visitor gets no answer, or one from a page they may read, and never a
     word of it."""
-    source, index = corpus
+    source, index = kept_apart
     model, filters = SemanticModel(wordllama), ["{!term f=source}" + source]
-    fiona = extractive_answer(TrimmedIndex(index, FINANCE), model, BONUS, NO_MODEL, filters)
+    fiona = extractive_answer(TrimmedIndex(index, FINANCE), model, BONUS, filters)
     assert fiona.extract is not None and not fiona.refused
     assert fiona.extract.source.title == "Bonus pool 2027" and fiona.extract.source.url == "http://h.test/bonus"
     assert fiona.extract.marked == ["The bonus pool for 2027 is 4.2 million euros under codename BLUEHERON."]
-    visitor = extractive_answer(TrimmedIndex(index, Principals.anonymous()), model, BONUS, NO_MODEL, filters)
+    visitor = extractive_answer(TrimmedIndex(index, Principals.anonymous()), model, BONUS, filters)
     assert visitor.extract is None or visitor.extract.source.url != "http://h.test/bonus"
     assert visitor.refused == ("" if visitor.extract else NO_ANSWER)
     shown = json.dumps([visitor.extract.as_json() if visitor.extract else None, [c.__dict__ for c in visitor.considered]])
     assert not any(secret in shown for secret in SECRET_WORDS)
 
 
-def test_a_passage_older_than_its_page_is_not_quoted(corpus, wordllama) -> None:  # noqa: F811
+def test_a_passage_older_than_its_page_is_not_quoted(kept_apart, wordllama) -> None:  # noqa: F811
     """Issue 91's rule (answers.py ``select_sources``, hybrid.py ``made_from_current``): the page
     dropped the sentence and its passages were not made again since: it is not quoted."""
-    source, index = corpus
+    source, index = kept_apart
     model, visitor = SemanticModel(wordllama), TrimmedIndex(index, Principals.anonymous())
     filters, question, page = ["{!term f=source}" + source], "What is the guest wifi password?", "http://h.test/wifi"
     index.add([document(source, page, "Guest wifi", "The guest wifi password is PLOVER7731. Ask reception.", Access.public("t"))])
     index.commit()
     assert PassageIndex(index, wordllama).sync(source).documents == 1
-    before = extractive_answer(visitor, model, question, NO_MODEL, filters)
+    before = extractive_answer(visitor, model, question, filters)
     assert before.extract is not None and before.extract.marked == ["The guest wifi password is PLOVER7731."]
     index.add([document(source, page, "Guest wifi", "Ask reception for the guest wifi voucher.", Access.public("t"))])
     index.commit()  # no pass since: the page's passages are of its older text
-    after = extractive_answer(visitor, model, question, NO_MODEL, filters)
+    after = extractive_answer(visitor, model, question, filters)
     assert (page, OLDER_TEXT) in {(item.url, item.verdict) for item in after.considered}
     assert after.extract is None or "PLOVER7731" not in json.dumps(after.extract.as_json())
 
 
-def test_the_models_prompt_is_led_by_the_extract(corpus, stand_in, wordllama) -> None:  # noqa: F811
-    source, index = corpus
+def test_the_models_prompt_is_led_by_the_extract(kept_apart, stand_in, wordllama) -> None:  # noqa: F811
+    source, index = kept_apart
     url, prompts = stand_in
     config = AnswerConfig(url=url, model="standin", threshold=0.55, timeout=5.0)
-    found = extractive_answer(
-        TrimmedIndex(index, Principals.anonymous()),
-        SemanticModel(wordllama),
-        "When is parking free?",
-        config,
-        ["{!term f=source}" + source],
-    )
-    result = ask(found, config)
+    visitor, filters = TrimmedIndex(index, Principals.anonymous()), ["{!term f=source}" + source]
+    result = answer(visitor, SemanticModel(wordllama), "When is parking free?", config, filters, lead=with_extract)
     assert result.asked_model and result.extract is not None
     assert "Most likely answering, in source [1]: Parking permits are free at the gate office." in prompts[-1]
     assert [text for text, _cites in result.sentences] == ["Parking permits are free at the gate office."]
 
 
-def test_the_search_page_api_and_agents_show_the_extract_without_a_model(project, corpus) -> None:  # noqa: F811
-    source, _index = corpus
+def test_the_search_page_api_and_agents_show_the_extract_without_a_model(project, kept_apart) -> None:  # noqa: F811
+    source, _index = kept_apart
     port = free_port()
     web = serve_web(project, port, SEARCHCRAWL_EMBEDDINGS="wordllama")
     try:

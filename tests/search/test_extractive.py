@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from searchcrawl.search.answers import Answer, AnswerSource, answer_json, messages, split_sentences
+from searchcrawl.search.answers import (
+    Answer,
+    AnswerSource,
+    answer_config,
+    answer_json,
+    messages,
+    retrieval_config,
+    split_sentences,
+)
 from searchcrawl.search.evaluation import read_queries
 from searchcrawl.search.extractive import Extract, best_extract, is_question, marked_sentences
 from tests.conftest import ROOT
@@ -155,3 +163,13 @@ def test_the_json_api_gives_the_extract_with_its_citation() -> None:
         {"text": "Annual leave is booked online in the HR portal, two weeks ahead.", "answering": True}
     ]
     assert answer_json(Answer("q"))["extract"] is None
+
+
+def test_the_extracts_configuration_never_names_the_model() -> None:
+    """The page's extract, shown without a click, must not ask the model (seconds, a slot): its
+    configuration is the answers' passages alone, whatever SEARCHCRAWL_ANSWERS_URL says."""
+    settings = {"SEARCHCRAWL_ANSWERS_URL": "http://127.0.0.1:1/v1", "SEARCHCRAWL_ANSWERS_THRESHOLD": "0.7"}
+    extract = retrieval_config(settings.get)
+    assert extract.url == "" and extract.model == "" and extract.threshold == 0.7
+    model = answer_config(settings.get, "key")
+    assert model is not None and model.url == "http://127.0.0.1:1/v1" and model.threshold == 0.7 and model.api_key == "key"
