@@ -328,6 +328,7 @@ def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(proje
     assert "no principal of the searcher is allowed" in shown.stdout
     answered = project.scrapy("explain-answer", "public", "Where do I get a parking permit?", **env)
     assert "Kept, with their citations:\n  Parking permits are free at the gate office. [1]" in answered.stdout
+    assert "Extract, from [1] (answering sentences marked):\n  >> Parking permits are free at the gate office." in answered.stdout
     assert "Dropped, and why:\n  This sentence cites nothing.: no citation" in answered.stdout  # the stand-in's second
     off = project.scrapy("explain-answer", "public", "anything")
     assert off.returncode == 2 and "answers are off" in off.stdout
