@@ -13,7 +13,8 @@ and never acts as one.
 - ``fetch_document(url)``: one document's title, URL and text (its first ``FETCH_CHARS``
   characters) when the searcher may read it; "not found" alike when it does not exist and when it
   is withheld;
-- ``answer(question, source?)``: an answer with citations (search/answers.py), when answers are on.
+- ``answer(question, source?)``: an answer with citations (search/answers.py), when answers are on; the
+  extractive answer (search/extractive.py) where there is no model server.
 
 The endpoint holds no session (stateless): nothing of one searcher is kept for another. DNS
 rebinding protection (a browser page of another origin calling a server on the user's machine) is
