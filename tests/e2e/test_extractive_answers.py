@@ -127,3 +127,19 @@ def test_the_search_page_api_and_agents_show_the_extract_without_a_model(project
         web.wait(timeout=30)
     log = (project.data_dir.parent / f"web-{port}.log").read_text()
     assert not any(secret in log for secret in SECRET_WORDS[1:])
+
+
+def test_a_model_that_fails_leaves_the_extract_shown(project, kept_apart, stand_in) -> None:  # noqa: F811
+    source, _index = kept_apart
+    url, _prompts = stand_in
+    port = free_port()
+    environ = {"SEARCHCRAWL_ANSWERS_URL": url, "SEARCHCRAWL_ANSWERS_MODEL": "slow", "SEARCHCRAWL_ANSWERS_TIMEOUT": "1"}
+    web = serve_web(project, port, SEARCHCRAWL_EMBEDDINGS="wordllama", **environ)
+    try:
+        asked = {"q": "When is parking free?", "source": source, "answer": "1"}
+        page = requests.get(f"http://127.0.0.1:{port}/", params=asked, timeout=30).text
+        assert "<mark>Parking permits are free at the gate office.</mark>" in page
+        assert 'class="answer-none"' not in page and "Answer this from what I may read" not in page  # it was asked
+    finally:
+        web.send_signal(signal.SIGTERM)
+        web.wait(timeout=30)
