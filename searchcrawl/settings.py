@@ -305,6 +305,10 @@ SEARCHCRAWL_ANSWERS_BUDGET_CHARS = 6000
 SEARCHCRAWL_ANSWERS_THRESHOLD = 0.6
 SEARCHCRAWL_ANSWERS_SUPPORT = 0.5
 SEARCHCRAWL_ANSWERS_TIMEOUT = 30.0
+# Extractive answers (issue 93; docs/answers.md): above a question's hits, the best passage the
+# searcher may read with its answering sentences marked, chosen from the passages above (the same
+# budgets and THRESHOLD), with or without a model server; semantic search must be on.
+SEARCHCRAWL_ANSWERS_EXTRACTIVE = True
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""

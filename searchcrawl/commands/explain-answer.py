@@ -22,6 +22,7 @@ from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.answer_explanation import explain_answer
 from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config
+from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.system import paths, secrets
 
@@ -58,7 +59,8 @@ class Command(ScrapyCommand):
             return
         principals = principals_of(self.settings, None if user == "public" else user)
         try:
-            explained = explain_answer(solr, semantic.active(), principals, question, config)
+            lead = with_extract if self.settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None
+            explained = explain_answer(solr, semantic.active(), principals, question, config, lead)
         except IndexingError as exc:
             print(f"searchcrawl: Solr did not answer: {exc.reason}")
             self.exitcode = 1

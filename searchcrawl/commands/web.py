@@ -31,7 +31,7 @@ from searchcrawl.crawl.own_services import own_service_environ
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config
+from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config, retrieval_config
 from searchcrawl.system import paths, secrets
 
 logger = logging.getLogger(__name__)
@@ -303,6 +303,7 @@ class Command(ScrapyCommand):
             embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
+            extractive=retrieval_config(settings.get) if settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None,
             roles=roles,
             oidc=oidc,
             saml=saml,

@@ -15,7 +15,7 @@ command prints them, the page shows them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from searchcrawl.access.decision import Principals, decide
@@ -40,10 +40,17 @@ class AnswerExplanation:
 
 
 def explain_answer(
-    solr: SolrIndex, model: SemanticModel, principals: Principals, question: str, config: AnswerConfig
+    solr: SolrIndex,
+    model: SemanticModel,
+    principals: Principals,
+    question: str,
+    config: AnswerConfig,
+    lead: Callable[[Answer], None] | None = None,
 ) -> AnswerExplanation:
     """The explanation (see the module's docstring). Raises IndexingError when Solr fails; a model
-    that fails is in ``AnswerExplanation.failed`` and its last line."""
+    that fails is in ``AnswerExplanation.failed`` and its last line. ``lead``: the extractive
+    answer's (extractive.py ``with_extract``) where it is on, as the page asks: its extract is
+    shown, and leads the prompt explained."""
     who = principals.user or "public"
     lines = [f"Question: {question}"]
     lines.append(
@@ -51,7 +58,7 @@ def explain_answer(
     )
     failed = ""
     try:
-        result = answer(TrimmedIndex(solr, principals), model, question, config)
+        result = answer(TrimmedIndex(solr, principals), model, question, config, lead=lead)
     except AnswerFailed as exc:
         result, failed = exc.gathered or Answer(question, model=config.model), str(exc)
     access = documents_access(solr, [item.document for item in result.considered])
@@ -73,6 +80,10 @@ def explain_answer(
     lines.extend(f"  {score:.3f}  {verdict}: {parent}: {reason}" for parent, score, verdict, reason in refused)
     if not refused:
         lines.append("  none")
+    if result.extract is not None:
+        lines.append("")
+        lines.append(f"Extract, from [{result.extract.source.number}] (answering sentences marked):")
+        lines.extend(f"  {'>> ' if marked else '   '}{text}" for text, marked in result.extract.sentences)
     lines.append("")
     lines.append(
         f"Model: {config.model or '(the server default)'} at {config.url};"

@@ -33,8 +33,8 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -44,6 +44,9 @@ from searchcrawl.search.hybrid import TEXT_DIGEST, SemanticModel, made_from_curr
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system.translations import N_, translated
 from searchcrawl.system.translations import gettext as _
+
+if TYPE_CHECKING:
+    from searchcrawl.search.extractive import Extract
 
 MAX_ANSWER_BYTES = 1 << 20  # a chat server's answer read at most
 ANSWERS_API_KEY = "SEARCHCRAWL_ANSWERS_API_KEY"  # the chat server's key: environment or _FILE
@@ -171,6 +174,10 @@ class Answer:
     model: str = ""
     seconds: float = 0.0
     raw: str = field(default="", repr=False)  # the model's text as it came (explain-answer only)
+    # the best passage with its answering sentences marked (extractive.py; issue 93): the answer
+    # without a model, and what the model's prompt points it to with one
+    extract: Extract | None = None
+    asked_model: bool = False  # whether a model was asked (the page offers to ask it otherwise)
 
     def refusal(self) -> str:
         """Why there is no answer in the page's language ("" when there is one): ``refused`` is
@@ -196,10 +203,16 @@ def answer_config(get: Callable[[str], Any], api_key: str | None) -> AnswerConfi
         return None
     if urlsplit(url).scheme not in ("http", "https"):
         raise ValueError(f"SEARCHCRAWL_ANSWERS_URL is http(s), not {url!r}")
+    model = str(get("SEARCHCRAWL_ANSWERS_MODEL") or "")
+    return replace(retrieval_config(get), url=url, model=model, api_key=api_key)
+
+
+def retrieval_config(get: Callable[[str], Any]) -> AnswerConfig:
+    """The SEARCHCRAWL_ANSWERS_* settings of the passages (their budgets and threshold) with no
+    model (url ""): the extractive answer's (extractive.py), which never asks a model."""
     return AnswerConfig(
-        url=url,
-        model=str(get("SEARCHCRAWL_ANSWERS_MODEL") or ""),
-        api_key=api_key,
+        url="",
+        model="",
         passages=int(get("SEARCHCRAWL_ANSWERS_PASSAGES") or 6),
         passage_chars=int(get("SEARCHCRAWL_ANSWERS_PASSAGE_CHARS") or 1200),
         budget_chars=int(get("SEARCHCRAWL_ANSWERS_BUDGET_CHARS") or 6000),
@@ -225,6 +238,7 @@ def answer_json(result: Answer) -> dict[str, Any]:
         "sources": [{"number": s.number, "title": s.title, "url": s.url} for s in result.cited],
         "refused": result.refused or None,
         "model": result.model,
+        "extract": result.extract.as_json() if result.extract is not None else None,
     }
 
 
@@ -275,12 +289,17 @@ def select_sources(
     return sources, considered
 
 
-def messages(question: str, sources: Sequence[AnswerSource]) -> list[dict[str, str]]:
-    """The chat's messages: the rules, then the numbered sources and the question."""
+def messages(question: str, sources: Sequence[AnswerSource], extract: Extract | None = None) -> list[dict[str, str]]:
+    """The chat's messages: the rules, then the numbered sources and the question; with an
+    ``extract`` (extractive.py), the sentences the passage ranking found answering, as a lead the
+    model may build on (it still cites what it says)."""
     numbered = "\n\n".join(f"[{source.number}] {source.title}\n{source.text}" for source in sources)
+    lead = ""
+    if extract is not None and extract.marked:
+        lead = f"\n\nMost likely answering, in source [{extract.source.number}]: {' '.join(extract.marked)}"
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"Sources:\n\n{numbered}\n\nQuestion: {question}"},
+        {"role": "user", "content": f"Sources:\n\n{numbered}{lead}\n\nQuestion: {question}"},
     ]
 
 
@@ -380,18 +399,25 @@ def uncited_headings(text: str) -> list[str]:
     return [" ".join(block) for block in blocks if block]
 
 
+def split_sentences(text: str) -> list[str]:
+    """``text`` (its whitespace collapsed) in sentences: each ends at . ! ? and a space, or at a
+    Japanese or Chinese full stop, but not after an abbreviation or an initial (``_ABBREVIATED``).
+    The one splitter of a model's answer and of a passage (extractive.py)."""
+    pieces: list[str] = []
+    for piece in _SENTENCE.split(" ".join(text.split())):
+        if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
+            pieces[-1] += " " + piece
+        elif piece:
+            pieces.append(piece)
+    return pieces
+
+
 def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The model's sentences as they would be shown (its citations taken out) with the numbers each
     cites, in its first MAX_ANSWER_CHARS characters."""
     found = []
     for block in uncited_headings(text[:MAX_ANSWER_CHARS]):
-        pieces: list[str] = []
-        for piece in _SENTENCE.split(_CITED_AFTER.sub(r"\2\1", " ".join(block.split()))):
-            if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
-                pieces[-1] += " " + piece
-            else:
-                pieces.append(piece)
-        for sentence in pieces:
+        for sentence in split_sentences(_CITED_AFTER.sub(r"\2\1", " ".join(block.split()))):
             numbers = tuple(int(number) for number in _CITATION.findall(sentence))
             plain = " ".join(_CITATION.sub(" ", sentence).split())
             plain = re.sub(r"\s+([.,;:!?。！？])", r"\1", plain)
@@ -491,10 +517,15 @@ def answer(
     filters: Sequence[str] = (),
     params: dict[str, Any] | None = None,
     window: int = 20,
+    lead: Callable[[Answer], None] | None = None,
 ) -> Answer:
     """The answer to ``question`` from what the searcher of ``index`` may read (see the module's
-    docstring). Raises ``AnswerFailed`` when the model fails (with what was gathered up to then);
-    IndexingError when Solr does."""
+    docstring). The passages gathered (``sources``, each found with its verdict in ``considered``)
+    are the one retrieval, trimming and "no answer" floor of the model's answers and the extractive
+    one: ``lead`` (extractive.py ``with_extract``) sees them before the model does, and its extract
+    leads the prompt. A ``config`` without a URL asks no model: the answer is what ``lead`` made of
+    the passages. Raises ``AnswerFailed`` when the model fails (with what was gathered up to
+    then); IndexingError when Solr does."""
     started = time.monotonic()
     question = " ".join(question.split())[:MAX_QUESTION_CHARS]
     result = Answer(question, model=config.model)
@@ -517,9 +548,13 @@ def answer(
     result.sources, result.considered = select_sources(nearest, documents, config)
     if not result.sources:
         result.refused = NO_ANSWER
+    if lead is not None:
+        lead(result)
+    if not result.sources or not config.url:
         result.seconds = time.monotonic() - started
         return result
-    chat = messages(question, result.sources)
+    result.asked_model = True
+    chat = messages(question, result.sources, result.extract)
     result.prompt_chars = sum(len(message["content"]) for message in chat)
     try:
         result.raw = ask_model(config, chat)

@@ -21,6 +21,7 @@ from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search.answer_explanation import explain_answer as explain_answer_lines
 from searchcrawl.search.answers import MAX_QUESTION_CHARS
+from searchcrawl.search.extractive import with_extract
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import run_report
@@ -209,8 +210,9 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
     else:
         principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
         try:
+            lead = with_extract if ctx.config.extractive is not None else None
             explained = await in_thread(
-                explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, ctx.config.answers
+                explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, ctx.config.answers, lead
             )
             ok, text = not explained.failed, "\n".join(explained.lines)
         except IndexingError as exc:

@@ -13,7 +13,8 @@ and never acts as one.
 - ``fetch_document(url)``: one document's title, URL and text (its first ``FETCH_CHARS``
   characters) when the searcher may read it; "not found" alike when it does not exist and when it
   is withheld;
-- ``answer(question, source?)``: an answer with citations (search/answers.py), when answers are on.
+- ``answer(question, source?)``: an answer with citations (search/answers.py), when answers are on; the
+  extractive answer (search/extractive.py) where there is no model server.
 
 The endpoint holds no session (stateless): nothing of one searcher is kept for another. DNS
 rebinding protection (a browser page of another origin calling a server on the user's machine) is
@@ -185,7 +186,7 @@ def agent_server(ctx: WebContext) -> FastMCP:
     async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
         """An answer with numbered citations, from what the token's user may read only."""
         principals, token_name, user = _caller(context)
-        if ctx.config.answers is None or ctx.semantic is None:
+        if (ctx.config.answers is None and ctx.config.extractive is None) or ctx.semantic is None:
             found = None
             error = "answers are off"
         else:
@@ -193,6 +194,7 @@ def agent_server(ctx: WebContext) -> FastMCP:
             found = await in_thread(ctx.answer, question, principals, filters, params)
             error = "no answer now"
         said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
+        said += ", an extract" if found is not None and found.extract is not None else ""
         logger.info("Agent answer by token %r (%s): %s", token_name, user or "public", said)
         return {"answer": None, "error": error} if found is None else {"answer": answer_json(found)}
 

@@ -38,7 +38,7 @@ from searchcrawl.rules.lifecycle import delta_label, state_label
 from searchcrawl.rules.notify_events import event_label
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
-from searchcrawl.search import answers, suggestions
+from searchcrawl.search import answers, extractive, suggestions
 from searchcrawl.search.answers import Answer, AnswerConfig
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import matching
@@ -175,6 +175,9 @@ class WebConfig:
     embed_timeout: float = 30
     # issue 77: answers with citations (SEARCHCRAWL_ANSWERS_*; None: off)
     answers: AnswerConfig | None = None
+    # issue 93: extractive answers (SEARCHCRAWL_ANSWERS_EXTRACTIVE; the answers' budgets and
+    # threshold, with or without a model server; None: off)
+    extractive: AnswerConfig | None = None
 
     def principals_from_provider(self, kind: str) -> bool:
         """Whether a single sign-on of ``kind`` (oidc, saml) takes its principals from its
@@ -402,21 +405,41 @@ class WebContext:
         """The link of a hit's cached copy (search_views.cached), the search's words to mark."""
         return self.url("/cached?" + urlencode({"id": doc_id, **({"q": query} if query else {})}))
 
-    def answer(self, question: str, principals: Principals, filters: list[str], params: dict[str, Any]) -> Answer | None:
-        """The answer to ``question`` from what ``principals`` may read (search/answers.py), or
-        None when answers are off, or the model or Solr failed (logged at most once a minute:
-        the hits are shown alone). Never cached: each searcher's own."""
-        if self.config.answers is None or self.semantic is None or not question.strip():
+    def answer(
+        self, question: str, principals: Principals, filters: list[str], params: dict[str, Any], ask_model: bool = True
+    ) -> Answer | None:
+        """The answer to ``question`` from what ``principals`` may read: with ``ask_model`` and a
+        model server, the model's (search/answers.py), its prompt led by the extractive answer
+        when that is on; else the extractive answer alone (search/extractive.py); None when what
+        is asked is off, or the model (without an extract to show instead) or Solr failed (logged
+        at most once a minute: the hits are shown alone). Never cached: each searcher's own."""
+        if self.semantic is None or not question.strip():
             return None
+        index, model = TrimmedIndex(self.solr, principals), self.semantic.active()
+        config = self.config.answers if ask_model else None
+        if config is None:
+            if self.config.extractive is None:
+                return None
+            try:
+                return answers.answer(
+                    index, model, question, self.config.extractive, filters, params, lead=extractive.with_extract
+                )
+            except Exception as exc:  # noqa: BLE001 - Solr or the embedding model failing: the hits alone
+                if ANSWER_FAILED_LOG():
+                    logger.warning("No extractive answer (the hits are shown alone): %s", type(exc).__name__)
+                return None
         if not self.answer_slots.acquire(blocking=False):  # as many answers as allowed wait on the model
             if ANSWER_FAILED_LOG():
                 logger.warning("No answer: %d answers are waiting for the model already", ANSWERS_AT_ONCE)
             return None
         try:
-            return answers.answer(
-                TrimmedIndex(self.solr, principals), self.semantic.active(), question, self.config.answers, filters, params
-            )
-        except Exception as exc:  # noqa: BLE001 - a model that fails or answers junk: the hits alone
+            lead = extractive.with_extract if self.config.extractive is not None else None
+            return answers.answer(index, model, question, config, filters, params, lead=lead)
+        except answers.AnswerFailed as exc:  # a model that fails or answers junk: its extract, or the hits alone
+            if ANSWER_FAILED_LOG():
+                logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)
+            return exc.gathered if exc.gathered is not None and exc.gathered.extract is not None else None
+        except Exception as exc:  # noqa: BLE001 - Solr failing: the hits alone
             if ANSWER_FAILED_LOG():
                 logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)
             return None

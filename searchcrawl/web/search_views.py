@@ -71,7 +71,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
         page = await in_thread(
             run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, ctx.semantic
         )
-        found = await answer_of(ctx, request, query, searcher.principals)
+        found = await answer_of(ctx, request, query, searcher.principals, unasked=True)
     except IndexingError as exc:
         log_failed_search("Search", query.q, exc)
         failed = render_search(
@@ -92,7 +92,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
             hit_link=ctx.hit_link(search_id),
             answer=found,
             answer_url=ctx.url("/" + query.url() + "&answer=1")  # the search's own parameters, none other
-            if ctx.config.answers and ctx.semantic and query.q and not found
+            if ctx.config.answers and ctx.semantic and query.q and not (found and found.asked_model)
             else "",
         ),
     )

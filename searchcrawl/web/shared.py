@@ -20,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError
+from searchcrawl.search.extractive import is_question
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.searchers import Searcher, header_user
@@ -264,10 +265,19 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(function, *args)
 
 
-async def answer_of(ctx: WebContext, request: Request, query: SearchRequest, principals: Principals) -> Answer | None:
+async def answer_of(
+    ctx: WebContext, request: Request, query: SearchRequest, principals: Principals, unasked: bool = False
+) -> Answer | None:
     """The answer to the search's query when the request asks for one (``answer=1``: the page's
-    link, the API's parameter) and answers are on; filtered as the search is."""
-    if request.query_params.get("answer") != "1" or not query.q:
+    link, the API's parameter) and answers are on; filtered as the search is. ``unasked`` (the
+    search page): for a question (extractive.py ``is_question``) the extractive answer is given
+    without asking, when there is one."""
+    if not query.q:
         return None
     filters, params = query.solr_filters()
-    return await in_thread(ctx.answer, query.q, principals, filters, params)
+    if request.query_params.get("answer") == "1":
+        return await in_thread(ctx.answer, query.q, principals, filters, params)
+    if not unasked or not is_question(query.q):
+        return None
+    found = await in_thread(ctx.answer, query.q, principals, filters, params, False)
+    return found if found is not None and found.extract is not None else None

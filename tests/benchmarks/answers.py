@@ -46,10 +46,10 @@ from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.search import answers
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
-from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries
+from searchcrawl.search.evaluation import JudgedQuery, grade_of, read_qrels, read_queries
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.semantic.embedders import WordLlamaEmbedder
+from searchcrawl.semantic.embedders import Embedder, WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.benchmarks.judged import JUDGED, SETS, crawl
 from tests.benchmarks.real_sites import RealSite
@@ -80,9 +80,7 @@ def model_server(port: int, threads: int, log: Path) -> subprocess.Popen[bytes]:
     return process
 
 
-def set_access(
-    index: SolrIndex, embedder: WordLlamaEmbedder, source: str, documents: list[dict[str, Any]], access: Access
-) -> None:
+def set_access(index: SolrIndex, embedder: Embedder, source: str, documents: list[dict[str, Any]], access: Access) -> None:
     """``documents``' access changed in place, as a crawl changes it (an atomic update that clears
     their passages' mark), and their passages brought up to date."""
     fields = access.fields()
@@ -93,6 +91,21 @@ def set_access(
     index.update_existing(updates)
     index.commit()
     PassageIndex(index, embedder, page=100).sync(source)
+
+
+def judged_set(
+    name: str, work: Path, core: str, index: SolrIndex, embedder: Embedder
+) -> tuple[str, list[JudgedQuery], dict[str, dict[str, int]]]:
+    """Judged set ``name``'s site crawled into ``core`` as the judged benchmark crawls it, its
+    passages embedded with ``embedder``: its source, its judged queries and their judgments."""
+    site_name, source = SETS[name]
+    site = RealSite.unpack(site_name, work / f"site-{name}")
+    crawl(site, source, work, core)
+    pysolr.Solr(core, timeout=120).commit()
+    PassageIndex(index, embedder, page=100).sync(source)
+    queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
+    judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
+    return source, [q for q in queries if judgments.get(q.qid)], judgments
 
 
 def call_record(round_: str, qid: str, result: Answer) -> dict[str, Any]:
@@ -200,14 +213,8 @@ def main() -> None:
         model = SemanticModel(embedder)
         visitor = TrimmedIndex(index, Principals.anonymous())
         for name in args.sets.split(","):
-            site_name, source = SETS[name]
-            site = RealSite.unpack(site_name, work / f"site-{name}")
-            crawl(site, source, work, core)
-            pysolr.Solr(core, timeout=120).commit()
-            PassageIndex(index, embedder, page=100).sync(source)
-            queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
-            judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
-            queries = [q for q in queries if judgments.get(q.qid)][: args.limit or None]
+            source, queries, judgments = judged_set(name, work, core, index, embedder)
+            queries = queries[: args.limit or None]
             filters = ["{!term f=source}" + source]
             seconds: list[float] = []
             answered = cited_right = failed = 0

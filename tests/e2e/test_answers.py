@@ -328,6 +328,7 @@ def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(proje
     assert "no principal of the searcher is allowed" in shown.stdout
     answered = project.scrapy("explain-answer", "public", "Where do I get a parking permit?", **env)
     assert "Kept, with their citations:\n  Parking permits are free at the gate office. [1]" in answered.stdout
+    assert "Extract, from [1] (answering sentences marked):\n  >> Parking permits are free at the gate office." in answered.stdout
     assert "Dropped, and why:\n  This sentence cites nothing.: no citation" in answered.stdout  # the stand-in's second
     off = project.scrapy("explain-answer", "public", "anything")
     assert off.returncode == 2 and "answers are off" in off.stdout
@@ -345,6 +346,7 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
         asked = {"q": "When is parking free?", "source": source, "sort": "date", "tracker": "x1", "answer": "0"}
         page = requests.get(base + "/", params=asked, timeout=30).text
         assert "Answer this from what I may read" in page
+        assert "<mark>Parking permits are free at the gate office.</mark>" in page  # the extract, at once (issue 93)
         # the link is the search's own parameters and answer=1, none other of the request (issue 91)
         link = re.search(r'<p class="answer-ask"><a href="([^"]+)"', page)
         assert link is not None and html.unescape(link[1]) == "/?" + urlencode(
