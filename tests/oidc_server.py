@@ -30,8 +30,8 @@ import pytest
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
+from searchcrawl.dev.servers.processes import stop, wait_listening
 from searchcrawl.system.paths import user_cache_dir
-from tests.local_servers import stop, wait_listening
 
 HERE = Path(__file__).resolve().parent / "oidc_provider"
 ACCOUNTS = {

@@ -28,7 +28,7 @@ import pytest
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from tests.local_servers import stop, wait_listening
+from searchcrawl.dev.servers.processes import stop, wait_listening
 
 PACKAGE = Path("/usr/share/simplesamlphp")
 USERS = {

@@ -1,0 +1,77 @@
+"""`scrapy dev <kind>`: a small example server of a source type, on 127.0.0.1, until Ctrl-C.
+
+It starts the server the tests use (searchcrawl/dev/examples.py: a few items, permissions that
+differ), prints the source file that crawls it (and writes it with ``-o``), the secret to export
+and who may read what, then serves until Ctrl-C (or SIGTERM), and stops the server and removes its
+files. docs/non-web-sources.md shows each kind's output and the one command that installs what it
+needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from searchcrawl.commands import hint_program
+from searchcrawl.dev.examples import EXAMPLES, Example
+
+# The lines around the source file in the output: what a reader (or a test) copies lies between.
+BEGIN, END = "# ----- begin {name}.toml -----", "# ----- end {name}.toml -----"
+READY = "Serving until Ctrl-C."
+
+
+def describe(example: Example, program: str) -> str:
+    """What the command prints once the example runs."""
+    secrets = "\n".join(f"export {name}='{value}'" for name, value in example.secrets.items())
+    readers = "\n".join(f"  {word}: {', '.join(sorted(users))}" for word, users in example.readers.items())
+    tokens = "\n".join(f"  {user}: {', '.join(held)}" for user, held in example.users.items())
+    logins = "".join(f"\nSign in to it as {user} with the password {password}" for user, password in example.logins.items())
+    return (
+        f"The example {example.kind} server runs: {example.server}.\n"
+        f"Its source file (save it as {example.name}.toml in your sources folder):\n"
+        f"{BEGIN.format(name=example.name)}\n{example.source}{END.format(name=example.name)}\n"
+        f"Its crawl reads the password from the environment:\n{secrets}\n"
+        f"then: {program} crawl {example.name}\n"
+        f"Each item holds one word; who may read it:\n{readers}\n"
+        f"Each user's access tokens (what their searches hold, docs/secure-search.md):\n{tokens}"
+        f"{logins}\n{READY}"
+    )
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return f"<{'|'.join(EXAMPLES)}> [-o FILE]"
+
+    def short_desc(self) -> str:
+        return "Start a small example server of a source type on 127.0.0.1 and print its source file"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-o", "--output", metavar="FILE", help="also write the source file there")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or args[0] not in EXAMPLES:
+            raise UsageError(f"name one kind: {', '.join(EXAMPLES)}")
+        stop = threading.Event()
+
+        def stopping(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, stopping)
+        print(f"Starting the example {args[0]} server...", flush=True)
+        with EXAMPLES[args[0]]() as example:
+            if opts.output:
+                Path(opts.output).write_text(example.source, encoding="utf-8")
+            print(describe(example, hint_program()), flush=True)
+            stop.wait()
+            print("Stopping the example server.", flush=True)

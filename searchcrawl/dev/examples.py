@@ -1,0 +1,231 @@
+"""The example servers of `scrapy dev <kind>`: each source type tried in a minute (issue 92).
+
+Each example starts the server the tests use (searchcrawl/dev/servers/), puts a few items into
+it with permissions that differ, and says how to crawl it: a source file that works as written
+(``Example.source``), the secret its crawl reads from the environment, and who may read which
+item. Every item holds one marker word (``Example.readers``: word -> the users who may read it),
+so that a search for it shows the permissions at work; tests/e2e/test_dev_examples.py crawls each
+printed source file and searches as each user.
+
+The servers listen on 127.0.0.1 only, on free ports, with fixed example passwords: they are for
+trying a source type on one's own machine, never for serving anyone.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from pathlib import Path
+
+# Marker words, one an item: rare enough that a search for one finds its item alone.
+WORDS = ("albatross", "barnacle", "cormorant", "dolphin")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A running example server and how to crawl it."""
+
+    kind: str
+    server: str  # what runs, and where ("Dovecot 2.3 on 127.0.0.1:40123 (IMAPS)")
+    source: str  # the source file's text
+    secrets: Mapping[str, str]  # the environment variables its crawl reads: name -> value
+    users: Mapping[str, tuple[str, ...]]  # each user's access tokens (as the searchers' directory gives them)
+    readers: Mapping[str, frozenset[str]]  # an item's marker word -> the users who may read it
+    logins: Mapping[str, str] = field(default_factory=dict)  # user -> password, to sign in to the server
+
+    @property
+    def name(self) -> str:
+        """The source's name: ``dev-<kind>`` (its file ``dev-<kind>.toml``)."""
+        return f"dev-{self.kind}"
+
+
+def user_tokens(groups: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Each user's tokens as sources give them by default: ``user:<id>``, ``group:<id>`` a group."""
+    return {user: (f"user:{user}", *(f"group:{group}" for group in names)) for user, names in groups.items()}
+
+
+def mail(word: str, subject: str) -> bytes:
+    message = EmailMessage()
+    message["From"] = "Harbour Office <office@example.org>"
+    message["To"] = "crew@example.org"
+    message["Subject"] = subject
+    message["Date"] = "Tue, 03 Mar 2026 09:00:00 +0000"
+    message.set_content(f"{subject}: see the {word} note.\n")
+    return message.as_bytes()
+
+
+@contextmanager
+def imap() -> Iterator[Example]:
+    """Dovecot with its ACL plugin: alice's inbox, her Projects folder shared with the group sales
+    (bob, carol), bob's inbox, and a public folder alice writes and the group board (carol,
+    dave) reads."""
+    from searchcrawl.dev.servers.dovecot import CRAWLER, USERS, MailServer
+
+    server = MailServer().start()
+    try:
+        with server.client("alice") as client:
+            client.append("INBOX", mail(WORDS[0], "Budget for the new quay"))
+            client.create_folder("Projects")
+            client.setacl("Projects", "$sales", "lr")
+            client.append("Projects", mail(WORDS[1], "Ferry project plan"))
+            client.append("Public/Notices", mail(WORDS[3], "The harbour closes at noon on Friday"))
+            client.setacl("Public/Notices", "$board", "lr")
+        with server.client("bob") as client:
+            client.append("INBOX", mail(WORDS[2], "Sales call with the pilots"))
+        yield Example(
+            kind="imap",
+            server=f"Dovecot on 127.0.0.1:{server.imaps_port} (IMAPS; IMAP with StartTLS on {server.imap_port})",
+            source=f'''type = "imap"
+[imap]
+server = "127.0.0.1"
+port = {server.imaps_port}
+tls = "implicit"
+ca_file = "{server.ca_file}"
+username = "{CRAWLER}"
+password_secret = "DEV_IMAP_PASSWORD"
+users = ["alice", "bob"]
+public_folders = true
+''',
+            secrets={"DEV_IMAP_PASSWORD": server.crawler_password},
+            users=user_tokens({user: groups for user, (_password, groups) in USERS.items()}),
+            readers={
+                WORDS[0]: frozenset({"alice"}),
+                WORDS[1]: frozenset({"alice", "bob", "carol"}),
+                WORDS[2]: frozenset({"bob"}),
+                WORDS[3]: frozenset({"alice", "carol", "dave"}),
+            },
+            logins={user: password for user, (password, _groups) in USERS.items()},
+        )
+    finally:
+        server.stop()
+
+
+@contextmanager
+def git() -> Iterator[Example]:
+    """gitolite's repositories over smart HTTP: handbook for the group staff (alice, bob) and
+    carol, budget for alice alone."""
+    from searchcrawl.dev.servers.gitolite import CRAWLER, GitServer
+
+    server = GitServer().start()
+    try:
+        server.set_rules("@staff = alice bob\nrepo handbook\n    R = @staff carol\nrepo budget\n    R = alice\n")
+        server.commit("handbook", {"README.md": f"# Handbook\n\nThe {WORDS[0]} rules of the harbour.\n"})
+        server.commit("handbook", {"berths.md": f"# Berths\n\nWho moors where: the {WORDS[1]} list.\n"})
+        server.commit("budget", {"plan.md": f"# Budget\n\nThe {WORDS[2]} figures for next year.\n"})
+        cache = Path(tempfile.mkdtemp(prefix="sc-dev-git-cache-"))
+        yield Example(
+            kind="git",
+            server=f"gitolite, served by Apache on 127.0.0.1:{server.port}",
+            source=f'''type = "git"
+[git]
+branch = "main"
+username = "{CRAWLER}"
+password_secret = "DEV_GIT_PASSWORD"
+cache_dir = "{cache}"
+gitolite_conf = "{server.conf}"
+[git.repositories]
+handbook = "{server.url("handbook")}"
+budget = "{server.url("budget")}"
+''',
+            secrets={"DEV_GIT_PASSWORD": server.crawler_password},
+            users=user_tokens({"alice": (), "bob": (), "carol": ()}),
+            readers={
+                WORDS[0]: frozenset({"alice", "bob", "carol"}),
+                WORDS[1]: frozenset({"alice", "bob", "carol"}),
+                WORDS[2]: frozenset({"alice"}),
+            },
+        )
+    finally:
+        server.stop()
+
+
+@contextmanager
+def dokuwiki() -> Iterator[Example]:
+    """DokuWiki with namespace rules: a start page everyone reads, finance for the group finance
+    (alice), private for bob alone."""
+    from searchcrawl.dev.servers.dokuwiki import CRAWLER, GROUPS, WikiServer
+
+    server = WikiServer().start()
+    try:
+        server.set_rules(
+            ["*  @ALL  1", "finance:*  @ALL  0", "finance:*  @finance  1", "private:*  @ALL  0", "private:*  bob  1"]
+        )
+        server.put("start", f"====== Harbour wiki ======\nWelcome: the {WORDS[0]} page.\n")
+        server.put("finance:budget", f"====== Budget ======\nThe {WORDS[1]} figures.\n")
+        server.put("private:notes", f"====== Bob's notes ======\nThe {WORDS[2]} list.\n")
+        users = ("alice", "bob", "carol")
+        yield Example(
+            kind="dokuwiki",
+            server=f"DokuWiki under PHP's web server on 127.0.0.1:{server.port}",
+            source=f'''type = "dokuwiki"
+[dokuwiki]
+url = "{server.url}"
+username = "{CRAWLER}"
+password_secret = "DEV_DOKUWIKI_PASSWORD"
+acl_file = "{server.acl_file}"
+superuser = ["@admin"]
+group_token = "group:{{id}}"
+''',
+            secrets={"DEV_DOKUWIKI_PASSWORD": server.password(CRAWLER)},
+            users=user_tokens({user: GROUPS[user] for user in users}),
+            readers={
+                WORDS[0]: frozenset(users),
+                WORDS[1]: frozenset({"alice"}),
+                WORDS[2]: frozenset({"bob"}),
+            },
+            logins={user: server.password(user) for user in users},
+        )
+    finally:
+        server.stop()
+
+
+@contextmanager
+def cmis() -> Iterator[Example]:
+    """Apache Chemistry's OpenCMIS InMemory repository: a folder harbour with a welcome note
+    anyone reads, a budget alice reads, minutes bob and carol read."""
+    from searchcrawl.dev.cmis_runner import DevCmis
+    from searchcrawl.dev.jvm_server import free_port
+    from searchcrawl.dev.servers.cmis_repository import CRAWLER, CmisRepository
+
+    runner = DevCmis(tempfile.mkdtemp(prefix="sc-dev-cmis-"), free_port())
+    repository = CmisRepository(runner.start(timeout=300))
+    try:
+        folder = "/harbour"
+        repository.folder(folder)
+        repository.document(folder, "welcome.txt", f"Welcome to the harbour: the {WORDS[0]} note.\n")
+        repository.restrict(repository.document(folder, "budget.txt", f"The {WORDS[1]} figures.\n"), ["alice"])
+        repository.restrict(repository.document(folder, "minutes.txt", f"The {WORDS[2]} minutes.\n"), ["bob", "carol"])
+        users = ("alice", "bob", "carol")
+        yield Example(
+            kind="cmis",
+            server=f"OpenCMIS InMemory on 127.0.0.1:{runner.port} (any password)",
+            source=f'''type = "cmis"
+[cmis]
+url = "{repository.url}"
+folder = "{folder}"
+username = "{CRAWLER}"
+password_secret = "DEV_CMIS_PASSWORD"
+anyone_token = "public"
+''',
+            secrets={"DEV_CMIS_PASSWORD": "any-password"},
+            users=user_tokens(dict.fromkeys(users, ())),
+            readers={
+                WORDS[0]: frozenset(users),
+                WORDS[1]: frozenset({"alice"}),
+                WORDS[2]: frozenset({"bob", "carol"}),
+            },
+        )
+    finally:
+        runner.stop()
+
+
+# kind -> the example's context manager, in the order the documentation lists them
+EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
+    "imap": imap,
+    "git": git,
+    "dokuwiki": dokuwiki,
+    "cmis": cmis,
+}

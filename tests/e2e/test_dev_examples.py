@@ -1,0 +1,96 @@
+"""`scrapy dev <kind>` (searchcrawl/commands/dev.py, issue 92 point 2): each example server starts
+as the command starts it, and the source file it prints, copied verbatim into a project with the
+secret it prints exported, crawls it into the test Solr; each user it names then finds exactly the
+items it says they may read (a trimmed search for each item's word with the user's tokens as it
+prints them). Ctrl-C stops the server and the command ends with 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.commands.dev import BEGIN, END, READY
+from searchcrawl.dev.examples import EXAMPLES
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.query import search_params
+from searchcrawl.search.searcher import TrimmedIndex
+from tests.conftest import Project
+
+STARTS = {"cmis": 600, "redmine": 600}  # seconds a start may take (a first CMIS start downloads its jars)
+
+
+@contextlib.contextmanager
+def running(project: Project, kind: str) -> Iterator[str]:
+    """`scrapy dev <kind>`, running; its output up to READY (a failure shows all of it). Ctrl-C
+    at the end, and the command must end with 0."""
+    process = project.popen("dev", kind)
+    assert process.stdout is not None
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.strip() == READY:
+                ready.set()
+        ready.set()  # it ended
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        ready.wait(STARTS.get(kind, 180))
+        assert process.poll() is None and lines and lines[-1].strip() == READY, "".join(lines)
+        yield "".join(lines)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0, "".join(lines)
+    assert "Stopping the example server." in "".join(lines)
+
+
+def section(output: str, title: str) -> dict[str, list[str]]:
+    """The indented ``name: a, b`` lines below ``title``."""
+    block = output.split(title, 1)[1].split("\n", 1)[1]
+    found = {}
+    for line in block.splitlines():
+        if not line.startswith("  "):
+            break
+        name, _, values = line.strip().partition(": ")
+        found[name] = values.split(", ") if values else []
+    return found
+
+
+@pytest.mark.parametrize("kind", list(EXAMPLES))
+def test_the_printed_source_file_crawls_the_example_and_each_user_finds_what_it_says(
+    project: Project, solr_url: str, kind: str
+) -> None:
+    name = f"dev-{kind}"
+    with running(project, kind) as output:
+        source = output.split(BEGIN.format(name=name) + "\n", 1)[1].split(END.format(name=name), 1)[0]
+        secrets = dict(re.findall(r"^export (\w+)='([^']*)'$", output, re.M))
+        readers = section(output, "who may read it:")
+        tokens = section(output, "Each user's access tokens")
+        assert source and secrets and readers and tokens, output
+        project.source(name, source)
+        crawl = project.scrapy("crawl", name, **secrets)
+        assert crawl.returncode == 0, crawl.stderr[-3000:]
+        index = SolrIndex(solr_url, timeout=30)
+        params = search_params(rows=100, source=name)
+        params["fl"] = "id"
+        for user, held in tokens.items():
+            principals = Principals.of(user, [Principal(token, "example") for token in held])
+            trimmed = TrimmedIndex(index, principals)
+            found = {word for word in readers if trimmed.search(f"content:{word}", params).docs}
+            assert found == {word for word, users in readers.items() if user in users}, (user, output)
