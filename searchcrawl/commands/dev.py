@@ -31,6 +31,9 @@ def describe(example: Example, program: str) -> str:
     secrets = "\n".join(f"export {name}='{value}'" for name, value in example.secrets.items())
     readers = "\n".join(f"  {word}: {', '.join(sorted(users))}" for word, users in example.readers.items())
     tokens = "\n".join(f"  {user}: {', '.join(held)}" for user, held in example.users.items())
+    directory = "".join(f"export {name}='{value}'\n" for name, value in example.directory.items())
+    if directory:
+        directory = f"Search as its users (`{program} search --as alice`, `{program} web`) with its directory:\n{directory}"
     logins = "".join(f"\nSign in to it as {user} with the password {password}" for user, password in example.logins.items())
     return (
         f"The example {example.kind} server runs: {example.server}.\n"
@@ -40,7 +43,7 @@ def describe(example: Example, program: str) -> str:
         f"then: {program} crawl {example.name}\n"
         f"Each item holds one word; who may read it:\n{readers}\n"
         f"Each user's access tokens (what their searches hold, docs/secure-search.md):\n{tokens}"
-        f"{logins}\n{READY}"
+        f"{logins}\n{directory}{READY}"
     )
 
 

@@ -13,6 +13,7 @@ trying a source type on one's own machine, never for serving anyone.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -35,6 +36,8 @@ class Example:
     users: Mapping[str, tuple[str, ...]]  # each user's access tokens (as the searchers' directory gives them)
     readers: Mapping[str, frozenset[str]]  # an item's marker word -> the users who may read it
     logins: Mapping[str, str] = field(default_factory=dict)  # user -> password, to sign in to the server
+    # the searchers' directory (SEARCHCRAWL_LDAP_* settings) where the example has one: `scrapy search --as`
+    directory: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -222,9 +225,67 @@ anyone_token = "public"
         runner.stop()
 
 
+@contextmanager
+def webdav() -> Iterator[Example]:
+    """Apache httpd with mod_dav, its users those of a slapd of its own: notes for all-staff
+    (alice through finance, bob), finance/ for finance (alice), private/ for bob, board/ for
+    all-staff and carol."""
+    from searchcrawl.access.directory import DirectoryConfig
+    from searchcrawl.access.ldap_directory import LdapDirectory
+    from searchcrawl.dev.servers.apache_webdav import CRAWLER, WebdavServer
+    from searchcrawl.dev.servers.slapd import USERS, DirectoryServer
+
+    folder = Path(tempfile.mkdtemp(prefix="sc-dev-slapd-"))
+    directory = DirectoryServer(folder).start()
+    server: WebdavServer | None = None
+    try:
+        server = WebdavServer(directory).start()
+        server.write("notes.txt", f"Harbour notes: the {WORDS[0]} list.\n")
+        server.write("finance/budget.txt", f"Budget: the {WORDS[1]} figures.\n")
+        server.write("private/todo.txt", f"Bob's list: the {WORDS[2]} chores.\n")
+        server.write("board/minutes.txt", f"Board minutes: the {WORDS[3]} decision.\n")
+        searchers = LdapDirectory(
+            DirectoryConfig(
+                url=directory.url,
+                user_base=directory.user_base,
+                group_base=directory.group_base,
+                bind_dn=directory.bind_dn,
+                bind_password=directory.bind_password,
+            )
+        )
+        tokens = {user: tuple(sorted(searchers.principals(user).tokens - {"public"})) for user in USERS}
+        yield Example(
+            kind="webdav",
+            server=f"Apache httpd with mod_dav on 127.0.0.1:{server.port}, its users in slapd at {directory.url}",
+            source=f'''type = "webdav"
+[webdav]
+root = "{server.url}"
+username = "{CRAWLER}"
+password_secret = "DEV_WEBDAV_PASSWORD"
+apache_config = ["{server.config_file}"]
+''',
+            secrets={"DEV_WEBDAV_PASSWORD": server.crawler_password},
+            users=tokens,
+            readers={
+                WORDS[0]: frozenset({"alice", "bob"}),
+                WORDS[1]: frozenset({"alice"}),
+                WORDS[2]: frozenset({"bob"}),
+                WORDS[3]: frozenset({"alice", "bob", "carol"}),
+            },
+            logins=dict(directory.passwords),
+            directory=directory.settings(),
+        )
+    finally:
+        if server is not None:
+            server.stop()
+        directory.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # kind -> the example's context manager, in the order the documentation lists them
 EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "imap": imap,
+    "webdav": webdav,
     "git": git,
     "dokuwiki": dokuwiki,
     "cmis": cmis,
