@@ -282,11 +282,49 @@ apache_config = ["{server.config_file}"]
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextmanager
+def redmine() -> Iterator[Example]:
+    """Redmine on SQLite with roles: the public project harbour (alice a Developer, bob a
+    Reporter, the group auditors, carol, Auditors of Support issues) and the private project
+    finance (alice a Reporter, bob a Watcher of his own issues); who may read each issue is
+    Redmine's own answer."""
+    from searchcrawl.dev.servers.redmine import CRAWLER, USERS, RedmineServer
+
+    server = RedmineServer().start()
+    try:
+        support = 3  # Redmine's default trackers: Bug 1, Feature 2, Support 3
+        issues = {
+            WORDS[0]: server.issue("harbour", "Crane 4 is stuck", f"The {WORDS[0]} crane will not turn."),
+            WORDS[1]: server.issue("harbour", "Night watch roster", f"The {WORDS[1]} roster.", is_private=True),
+            WORDS[2]: server.issue("harbour", "Gate badge lost", f"A {WORDS[2]} badge.", tracker_id=support),
+            WORDS[3]: server.issue("finance", "Harbour dues for 2027", f"The {WORDS[3]} dues."),
+        }
+        yield Example(
+            kind="redmine",
+            server=f"Redmine on SQLite, served by thin on 127.0.0.1:{server.port}",
+            source=f'''type = "redmine"
+[redmine]
+url = "{server.url}"
+username = "{CRAWLER}"
+password_secret = "DEV_REDMINE_PASSWORD"
+projects = ["harbour", "finance"]
+anonymous_token = "public"
+''',
+            secrets={"DEV_REDMINE_PASSWORD": server.password(CRAWLER)},
+            users=user_tokens(dict.fromkeys(USERS, ())),
+            readers={word: frozenset(user for user in USERS if server.can_read(user, issue)) for word, issue in issues.items()},
+            logins={user: server.password(user) for user in USERS},
+        )
+    finally:
+        server.stop()
+
+
 # kind -> the example's context manager, in the order the documentation lists them
 EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "imap": imap,
     "webdav": webdav,
     "git": git,
     "dokuwiki": dokuwiki,
+    "redmine": redmine,
     "cmis": cmis,
 }
