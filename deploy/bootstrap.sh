@@ -15,7 +15,7 @@
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
-# imap, webdav, git, dokuwiki, redmine, cmis, oidc
+# imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml
 #           a source type's (or a sign-in provider's) example server, for `scrapy dev <kind>`
 #           (docs/non-web-sources.md): its Debian packages alone (cmis: its jars from Maven Central;
 #           oidc: Node.js and oidc-provider from the npm registry)
@@ -63,9 +63,10 @@ webdav=(apache2 slapd)
 git=(gitolite3 apache2)
 dokuwiki=(dokuwiki php-cli)
 redmine=(redmine redmine-sqlite thin)
+saml=(simplesamlphp php-cli xmlsec1)  # xmlsec1: what pysaml2 checks the IdP's signatures with
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-       "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" simplesamlphp xmlsec1
+       "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" "${saml[@]}"
        php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki.py)
       )
 tests_build=(g++ cmake make)
@@ -83,6 +84,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     imap) packages+=("${imap[@]}"); pip_extra+=("${imap_pip[@]}") ;;
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
     cmis) steps+=(cmis) ;;
+    saml) packages+=("${saml[@]}") ;;
     oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
@@ -97,7 +99,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, test)" >&2
       exit 2
       ;;
   esac

@@ -77,6 +77,7 @@ def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
         ("dokuwiki", {"dokuwiki", "php-cli"}, set(), set()),
         ("redmine", {"redmine", "redmine-sqlite", "thin"}, set(), set()),
         ("cmis", set(), set(), {"cmis"}),
+        ("saml", {"simplesamlphp", "php-cli", "xmlsec1"}, set(), set()),
         ("oidc", set() if shutil.which("npm") else {"nodejs", "npm"}, set(), {"oidc"}),
     ],
 )

@@ -353,6 +353,35 @@ def oidc() -> Iterator[Example]:
         provider.stop()
 
 
+@contextmanager
+def saml() -> Iterator[Example]:
+    """SimpleSAMLphp's identity provider under PHP's web server: alice (groups finance,
+    search-admins), bob (all-staff), carol (none), each with a password; its service provider
+    `scrapy web` on this machine (http://127.0.0.1:8080, its public URL)."""
+    from searchcrawl.dev.servers.saml import USERS, SamlIdp
+
+    origin = WEB_ORIGINS[0]
+    idp = SamlIdp(f"{origin}/login/saml/metadata", f"{origin}/login/saml/acs").start()
+    try:
+        yield Example(
+            kind="saml",
+            server=f"a SAML 2.0 identity provider (SimpleSAMLphp) at {idp.base}",
+            source="",
+            secrets={},
+            users=user_tokens({user: tuple(groups) for user, (_password, groups) in USERS.items()}),
+            readers={},
+            logins={user: password for user, (password, _groups) in USERS.items()},
+            settings={
+                "SEARCHCRAWL_SAML_IDP_METADATA": idp.metadata_url,
+                "SEARCHCRAWL_WEB_PUBLIC_URL": origin,
+                "SEARCHCRAWL_SAML_PRINCIPALS": "token",
+                "SEARCHCRAWL_SAML_NAME": "the example IdP",
+            },
+        )
+    finally:
+        idp.stop()
+
+
 # kind -> the example's context manager, in the order the documentation lists them
 EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "imap": imap,
@@ -362,6 +391,7 @@ EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "redmine": redmine,
     "cmis": cmis,
     "oidc": oidc,
+    "saml": saml,
 }
 # the kinds that are sign-in providers (the web application's), not sources
-PROVIDERS = frozenset({"oidc"})
+PROVIDERS = frozenset({"oidc", "saml"})

@@ -15,17 +15,20 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pysolr
 import pytest
+import requests
 from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.commands.dev import BEGIN, END, READY
-from searchcrawl.commands.web import oidc_config
+from searchcrawl.commands.web import oidc_config, public_origins_of, saml_config
 from searchcrawl.dev.examples import EXAMPLES, PROVIDERS
 from searchcrawl.dev.servers.oidc import sign_in
+from searchcrawl.dev.servers.saml import sign_in as saml_sign_in
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.search.query import search_params
 from searchcrawl.search.searcher import TrimmedIndex
@@ -126,6 +129,36 @@ def test_the_web_application_signs_on_with_the_printed_oidc_settings(
             web = TestClient(app, base_url="http://127.0.0.1:8080")
             done = sign_on(web, provider, user)  # type: ignore[arg-type]
             assert done.status_code == 200, (user, getattr(done, "text", "")[:2000])
+            page = web.get("/", params={"q": word, "source": source}).text
+            assert f"Signed in as <strong>{user}</strong>" in page
+            assert titles(page) == {other for other, [token] in readers.items() if token in held}, user
+
+
+def test_the_web_application_signs_on_with_the_printed_saml_settings(
+    project: Project, solr: pysolr.Solr, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings `scrapy dev saml` prints, read as `scrapy web` reads them (saml_config, its
+    public URL): each user signs on at the IdP with the printed password and sees what the
+    printed tokens may read."""
+    with running(project, "saml") as output:
+        printed = Settings(dict(re.findall(r"^export (\w+)='([^']*)'$", output, re.M)))
+        tokens = section(output, "Each user's access tokens")
+        passwords = dict(re.findall(r"^Sign in to it as (\w+) with the password (\S+)$", output, re.M))
+        origin = printed["SEARCHCRAWL_WEB_PUBLIC_URL"]
+        readers = {user: [held[-1]] for user, held in tokens.items()}  # a document for each user's last token
+        source, word = corpus(solr, readers)
+        config = web_config(project, saml=saml_config(printed), public_origins=public_origins_of(printed))
+        app = create_app(config)
+        parts = urlsplit(printed["SEARCHCRAWL_SAML_IDP_METADATA"])
+        idp_origin = f"{parts.scheme}://{parts.netloc}"
+        for user, held in tokens.items():
+            web = TestClient(app, base_url=origin)
+            started = web.get("/login/saml", follow_redirects=False)
+            assert started.status_code == 303, started.text[:1000]
+            action, fields = saml_sign_in(requests.Session(), started.headers["location"], user, passwords[user])
+            assert action == f"{origin}/login/saml/acs", action
+            done = web.post("/login/saml/acs", data=fields, headers={"origin": idp_origin})
+            assert done.status_code == 200, (user, done.text[-1500:])
             page = web.get("/", params={"q": word, "source": source}).text
             assert f"Signed in as <strong>{user}</strong>" in page
             assert titles(page) == {other for other, [token] in readers.items() if token in held}, user
