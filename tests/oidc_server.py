@@ -1,4 +1,4 @@
-"""The tests' OpenID Connect provider: searchcrawl/dev/servers/oidc.py's oidc-provider under Node.js
+"""The tests' OpenID Connect provider: searchcrawl/dev/servers/oidc_node.py's oidc-provider under Node.js
 (what tests may rely on is said there), one a test."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from searchcrawl.dev.servers.oidc import ACCOUNTS, OidcProvider, install
+from searchcrawl.dev.servers.oidc_node import ACCOUNTS, OidcProvider, install
 
 __all__ = ["ACCOUNTS", "OidcProvider", "install", "oidc_provider"]
 

@@ -1,4 +1,4 @@
-"""The tests' Redmine: searchcrawl/dev/servers/redmine.py's instance (what tests may rely on is said
+"""The tests' Redmine: searchcrawl/dev/servers/redmine_thin.py's instance (what tests may rely on is said
 there), one a test worker."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from searchcrawl.dev.servers.redmine import CRAWLER, PACKAGE, RedmineServer
+from searchcrawl.dev.servers.redmine_thin import CRAWLER, PACKAGE, RedmineServer
 
 __all__ = ["CRAWLER", "RedmineServer", "redmine_server"]
 

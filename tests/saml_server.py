@@ -1,4 +1,4 @@
-"""The tests' SAML identity provider: searchcrawl/dev/servers/saml.py's SimpleSAMLphp (what tests
+"""The tests' SAML identity provider: searchcrawl/dev/servers/simplesamlphp.py's SimpleSAMLphp (what tests
 may rely on is said there), one a test."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from searchcrawl.dev.servers.saml import PACKAGE, USERS, SamlIdp
+from searchcrawl.dev.servers.simplesamlphp import PACKAGE, USERS, SamlIdp
 
 __all__ = ["USERS", "SamlIdp", "saml_idp"]
 

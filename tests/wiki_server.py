@@ -1,4 +1,4 @@
-"""The tests' DokuWiki: searchcrawl/dev/servers/dokuwiki.py's wiki (what tests may rely on is said
+"""The tests' DokuWiki: searchcrawl/dev/servers/dokuwiki_php.py's wiki (what tests may rely on is said
 there), one a test worker."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from searchcrawl.dev.servers.dokuwiki import CRAWLER, PACKAGE, WikiServer
+from searchcrawl.dev.servers.dokuwiki_php import CRAWLER, PACKAGE, WikiServer
 
 __all__ = ["CRAWLER", "WikiServer", "wiki_server"]
 

@@ -46,9 +46,12 @@ def describe(example: Example, program: str) -> str:
             f"Settings that use it (export them, then `{program} web`: http://127.0.0.1:8080/):",
             *(f"export {name}='{value}'" for name, value in example.settings.items()),
         ]
+    if example.users:
+        lines += [
+            "Each user's access tokens (what their searches hold, docs/secure-search.md):",
+            *(f"  {user}: {', '.join(held)}" for user, held in example.users.items()),
+        ]
     lines += [
-        "Each user's access tokens (what their searches hold, docs/secure-search.md):",
-        *(f"  {user}: {', '.join(held)}" for user, held in example.users.items()),
         *(f"Sign in to it as {user} with the password {password}" for user, password in example.logins.items()),
         READY,
     ]
@@ -83,7 +86,7 @@ class Command(ScrapyCommand):
         with EXAMPLES[args[0]]() as example:
             if opts.output:
                 if not example.source:
-                    raise UsageError(f"{args[0]} is a sign-in provider: it has no source file to write")
+                    raise UsageError(f"{args[0]} serves the web application: it has no source file to write")
                 Path(opts.output).write_text(example.source, encoding="utf-8")
             print(describe(example, hint_program()), flush=True)
             stop.wait()

@@ -150,7 +150,7 @@ budget = "{server.url("budget")}"
 def dokuwiki() -> Iterator[Example]:
     """DokuWiki with namespace rules: a start page everyone reads, finance for the group finance
     (alice), private for bob alone."""
-    from searchcrawl.dev.servers.dokuwiki import CRAWLER, GROUPS, WikiServer
+    from searchcrawl.dev.servers.dokuwiki_php import CRAWLER, GROUPS, WikiServer
 
     server = WikiServer().start()
     try:
@@ -289,7 +289,7 @@ def redmine() -> Iterator[Example]:
     Reporter, the group auditors, carol, Auditors of Support issues) and the private project
     finance (alice a Reporter, bob a Watcher of his own issues); who may read each issue is
     Redmine's own answer."""
-    from searchcrawl.dev.servers.redmine import CRAWLER, USERS, RedmineServer
+    from searchcrawl.dev.servers.redmine_thin import CRAWLER, USERS, RedmineServer
 
     server = RedmineServer().start()
     try:
@@ -329,7 +329,7 @@ def oidc() -> Iterator[Example]:
     """panva's oidc-provider under Node.js, its development login (any password): alice (groups
     finance, search-admins), bob (all-staff), carol (none); its client's redirect URIs those of
     `scrapy web` on this machine."""
-    from searchcrawl.dev.servers.oidc import ACCOUNTS, OidcProvider
+    from searchcrawl.dev.servers.oidc_node import ACCOUNTS, OidcProvider
 
     provider = OidcProvider([f"{origin}/login/oidc/callback" for origin in WEB_ORIGINS]).start()
     try:
@@ -358,7 +358,7 @@ def saml() -> Iterator[Example]:
     """SimpleSAMLphp's identity provider under PHP's web server: alice (groups finance,
     search-admins), bob (all-staff), carol (none), each with a password; its service provider
     `scrapy web` on this machine (http://127.0.0.1:8080, its public URL)."""
-    from searchcrawl.dev.servers.saml import USERS, SamlIdp
+    from searchcrawl.dev.servers.simplesamlphp import USERS, SamlIdp
 
     origin = WEB_ORIGINS[0]
     idp = SamlIdp(f"{origin}/login/saml/metadata", f"{origin}/login/saml/acs").start()
@@ -382,6 +382,35 @@ def saml() -> Iterator[Example]:
         idp.stop()
 
 
+@contextmanager
+def model() -> Iterator[Example]:
+    """llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct: the answers' model
+    (docs/answers.md), with wordllama's embeddings for semantic search, which answers need."""
+    from searchcrawl.dev.servers.llama_server import MODEL, ModelServer
+
+    folder = Path(tempfile.mkdtemp(prefix="sc-dev-model-"))
+    server = ModelServer(folder / "server.log").start()
+    try:
+        yield Example(
+            kind="model",
+            server=f"llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct at {server.url}",
+            source="",
+            secrets={},
+            users={},
+            readers={},
+            settings={
+                "SEARCHCRAWL_EMBEDDINGS": "wordllama",
+                "SEARCHCRAWL_ANSWERS_URL": server.url,
+                "SEARCHCRAWL_ANSWERS_MODEL": MODEL,
+                "SEARCHCRAWL_ANSWERS_PASSAGES": "3",  # a small model on a small machine: a short prompt
+                "SEARCHCRAWL_ANSWERS_TIMEOUT": "300",
+            },
+        )
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # kind -> the example's context manager, in the order the documentation lists them
 EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "imap": imap,
@@ -392,6 +421,7 @@ EXAMPLES: dict[str, Callable[[], AbstractContextManager[Example]]] = {
     "cmis": cmis,
     "oidc": oidc,
     "saml": saml,
+    "model": model,
 }
-# the kinds that are sign-in providers (the web application's), not sources
-PROVIDERS = frozenset({"oidc", "saml"})
+# the kinds that serve the web application (sign-in providers, the answers' model), not sources
+SERVICES = frozenset({"oidc", "saml", "model"})

@@ -26,16 +26,21 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.commands.dev import BEGIN, END, READY
 from searchcrawl.commands.web import oidc_config, public_origins_of, saml_config
-from searchcrawl.dev.examples import EXAMPLES, PROVIDERS
-from searchcrawl.dev.servers.oidc import sign_in
-from searchcrawl.dev.servers.saml import sign_in as saml_sign_in
+from searchcrawl.dev.examples import EXAMPLES, SERVICES
+from searchcrawl.dev.servers.oidc_node import sign_in
+from searchcrawl.dev.servers.simplesamlphp import sign_in as saml_sign_in
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.answers import answer, answer_config
+from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.query import search_params
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.system.secrets import OIDC_CLIENT_SECRET
 from searchcrawl.web.app import create_app
 from tests.conftest import Project
-from tests.e2e.test_single_sign_on import corpus, sign_on, titles
+from tests.e2e.test_answers import corpus, wordllama  # noqa: F401 - fixtures
+from tests.e2e.test_single_sign_on import corpus as sign_on_corpus
+from tests.e2e.test_single_sign_on import sign_on, titles
 from tests.e2e.test_web import web_config
 
 STARTS = {"cmis": 600, "redmine": 600}  # seconds a start may take (a first CMIS start downloads its jars)
@@ -86,7 +91,7 @@ def section(output: str, title: str) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("kind", [kind for kind in EXAMPLES if kind not in PROVIDERS])
+@pytest.mark.parametrize("kind", [kind for kind in EXAMPLES if kind not in SERVICES])
 def test_the_printed_source_file_crawls_the_example_and_each_user_finds_what_it_says(
     project: Project, solr_url: str, kind: str
 ) -> None:
@@ -122,7 +127,7 @@ def test_the_web_application_signs_on_with_the_printed_oidc_settings(
             monkeypatch.setenv(name, value)
         config = oidc_config(Settings({name: value for name, value in printed.items() if name != OIDC_CLIENT_SECRET}))
         readers = {user: [held[-1]] for user, held in tokens.items()}  # a document for each user's last token
-        source, word = corpus(solr, readers)
+        source, word = sign_on_corpus(solr, readers)
         app = create_app(web_config(project, oidc=config))
         provider = SimpleNamespace(sign_in=partial(sign_in, printed["SEARCHCRAWL_OIDC_ISSUER"]))
         for user, held in tokens.items():
@@ -146,7 +151,7 @@ def test_the_web_application_signs_on_with_the_printed_saml_settings(
         passwords = dict(re.findall(r"^Sign in to it as (\w+) with the password (\S+)$", output, re.M))
         origin = printed["SEARCHCRAWL_WEB_PUBLIC_URL"]
         readers = {user: [held[-1]] for user, held in tokens.items()}  # a document for each user's last token
-        source, word = corpus(solr, readers)
+        source, word = sign_on_corpus(solr, readers)
         config = web_config(project, saml=saml_config(printed), public_origins=public_origins_of(printed))
         app = create_app(config)
         parts = urlsplit(printed["SEARCHCRAWL_SAML_IDP_METADATA"])
@@ -162,3 +167,25 @@ def test_the_web_application_signs_on_with_the_printed_saml_settings(
             page = web.get("/", params={"q": word, "source": source}).text
             assert f"Signed in as <strong>{user}</strong>" in page
             assert titles(page) == {other for other, [token] in readers.items() if token in held}, user
+
+
+def test_an_answer_comes_back_from_the_printed_model_server(
+    project: Project, corpus: tuple[str, SolrIndex], wordllama: WordLlamaEmbedder
+) -> None:
+    """The settings `scrapy dev model` prints, read as the web application reads them
+    (answer_config): a question about the answers' tests' corpus goes to SmolLM2 and its text
+    comes back (checked for its citations as every answer is)."""
+    with running(project, "model") as output:
+        printed = Settings(dict(re.findall(r"^export (\w+)='([^']*)'$", output, re.M)))
+        assert printed["SEARCHCRAWL_EMBEDDINGS"] == "wordllama"
+        config = answer_config(printed.get, None)
+        assert config is not None
+        source, index = corpus
+        result = answer(
+            TrimmedIndex(index, Principals.anonymous()),
+            SemanticModel(wordllama),
+            "Where do I get a parking permit?",
+            config,
+            ["{!term f=source}" + source],
+        )
+        assert result.sources and result.raw.strip(), result

@@ -1,5 +1,5 @@
 """A real WebDAV server for tests: Debian's Apache httpd with mod_dav on 127.0.0.1, its users
-signed in against the tests' LDAP directory (mod_authnz_ldap, tests/directory_server.py), and
+signed in against the tests' LDAP directory (mod_authnz_ldap, searchcrawl/dev/servers/slapd.py), and
 ``Require`` rules per folder, as an intranet's file server would have them.
 
 ``WebdavServer(directory).start()`` writes an httpd configuration (``config_file``: the file a
@@ -34,7 +34,7 @@ from pathlib import Path
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 from searchcrawl.dev.servers.slapd import SUFFIX, DirectoryServer
 
 CRAWLER = "crawler"

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 
 CRAWLER = "crawler"
 # user -> (password, Dovecot groups)

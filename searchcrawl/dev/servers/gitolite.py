@@ -30,10 +30,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 
 CRAWLER = "crawler"
-# the directory's groups of each user as the searchers' principals read them (tests/directory_server.py:
+# the directory's groups of each user as the searchers' principals read them (searchcrawl/dev/servers/slapd.py:
 # nested ones flattened, primary groups included), as the GROUPLIST_PGM that group_token asks for gives them
 DIRECTORY_GROUPS = {
     "alice": ("accounting", "finance", "all-staff", "staff", "loop-a", "loop-b"),

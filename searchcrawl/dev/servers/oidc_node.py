@@ -28,7 +28,7 @@ from urllib.parse import urljoin
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 from searchcrawl.system.paths import user_cache_dir
 
 HERE = Path(__file__).resolve().parent / "oidc_provider"

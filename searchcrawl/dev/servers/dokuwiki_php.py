@@ -1,6 +1,6 @@
 """A real DokuWiki for tests: Debian's ``dokuwiki`` package (2022-07-31 "Igor") under PHP's own
 web server on 127.0.0.1, with a configuration and pages of its own, its users and groups those of
-the tests' LDAP directory (tests/directory_server.py), kept in its plain user file.
+the tests' LDAP directory (searchcrawl/dev/servers/slapd.py), kept in its plain user file.
 
 ``WikiServer().start()`` copies the package's code into a temporary folder (its ``inc/preload.php``
 pointing at a ``conf/`` of its own), writes the configuration (ACLs on, the XML-RPC interface open
@@ -16,7 +16,7 @@ rely on:
   (``wiki.aclCheck``: their ``%USER%`` rules filled in; ``""`` not signed in), the oracle.
 
 ``WikiServer(directory).start()`` is a DokuWiki on LDAP instead: its users and groups those of
-``directory`` (a tests/directory_server.py ``DirectoryServer``, which must hold ``CRAWLER`` with
+``directory`` (a searchcrawl/dev/servers/slapd.py ``DirectoryServer``, which must hold ``CRAWLER`` with
 ``password(CRAWLER)``) through DokuWiki's own authldap plugin (Debian's php-ldap), the crawler
 its superuser, the users' passwords the directory's; ``set_groupfilter(text)`` sets authldap's
 ``groupfilter`` (read at every request).
@@ -35,7 +35,7 @@ from typing import Any
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 from searchcrawl.dev.servers.slapd import DirectoryServer
 
 PACKAGE = Path("/usr/share/dokuwiki")

@@ -1,4 +1,4 @@
-"""What the tests' own servers (tests/mail_server.py, tests/webdav_server.py) share: waiting for
+"""What the example servers of `scrapy dev` and the tests (searchcrawl/dev/servers/) share: waiting for
 one to listen, and stopping it."""
 
 from __future__ import annotations

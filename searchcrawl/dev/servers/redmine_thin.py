@@ -1,6 +1,6 @@
 """A real Redmine for tests: Debian's ``redmine`` package (5.0) on SQLite, as an instance of its own
 (``/usr/share/redmine/instances/<name>``, a link to a temporary folder), served by Rails' WEBrick
-on 127.0.0.1, its users those of the tests' LDAP directory (tests/directory_server.py).
+on 127.0.0.1, its users those of the tests' LDAP directory (searchcrawl/dev/servers/slapd.py).
 
 ``RedmineServer().start()`` copies the package's migrated database (or migrates one), sets it up
 with ``rails runner`` (the REST API on; users, a group, roles, projects and memberships below),
@@ -34,7 +34,7 @@ from typing import Any
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, wait_listening
 
 PACKAGE = Path("/usr/share/redmine")
 MIGRATED = Path("/var/lib/dbconfig-common/sqlite3/redmine/instances/default/redmine_default")
