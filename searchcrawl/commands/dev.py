@@ -2,9 +2,10 @@
 
 It starts the server the tests use (searchcrawl/dev/examples.py: a few items, permissions that
 differ), prints the source file that crawls it (and writes it with ``-o``), the secret to export
-and who may read what, then serves until Ctrl-C (or SIGTERM), and stops the server and removes its
-files. docs/non-web-sources.md shows each kind's output and the one command that installs what it
-needs.
+and who may read what (for a sign-in provider or the answers' model: the web application's
+settings that use it), then serves until Ctrl-C (or SIGTERM), and stops the server and removes
+its files. docs/non-web-sources.md (docs/web-application.md, docs/answers.md) shows each kind's
+output and the one command that installs what it needs.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import hint_program
-from searchcrawl.dev.examples import EXAMPLES, Example
+from searchcrawl.dev.examples import EXAMPLES, SERVICES, Example
 
 # The lines around the source file in the output: what a reader (or a test) copies lies between.
 BEGIN, END = "# ----- begin {name}.toml -----", "# ----- end {name}.toml -----"
@@ -75,6 +76,8 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] not in EXAMPLES:
             raise UsageError(f"name one kind: {', '.join(EXAMPLES)}")
+        if opts.output and args[0] in SERVICES:
+            raise UsageError(f"{args[0]} serves the web application: it has no source file to write")
         stop = threading.Event()
 
         def stopping(signum: int, frame: FrameType | None) -> None:
@@ -85,8 +88,6 @@ class Command(ScrapyCommand):
         print(f"Starting the example {args[0]} server...", flush=True)
         with EXAMPLES[args[0]]() as example:
             if opts.output:
-                if not example.source:
-                    raise UsageError(f"{args[0]} serves the web application: it has no source file to write")
                 Path(opts.output).write_text(example.source, encoding="utf-8")
             print(describe(example, hint_program()), flush=True)
             stop.wait()

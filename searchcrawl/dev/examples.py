@@ -13,6 +13,8 @@ trying a source type on one's own machine, never for serving anyone.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +53,27 @@ def user_tokens(groups: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, .
     return {user: (f"user:{user}", *(f"group:{group}" for group in names)) for user, names in groups.items()}
 
 
+def source_file(kind: str, options: Mapping[str, object]) -> str:
+    """A source file of ``kind``: its ``[kind]`` table of ``options`` (a mapping value: a table of
+    its own below it), each value written as TOML writes it (JSON's strings, lists and numbers are
+    TOML's)."""
+    lines, tables = [f'type = "{kind}"', f"[{kind}]"], []
+    for key, value in options.items():
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        else:
+            lines.append(f"{toml_key(key)} = {json.dumps(value)}")
+    for key, table in tables:
+        lines.append(f"[{kind}.{key}]")
+        lines += [f"{toml_key(name)} = {json.dumps(value)}" for name, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def toml_key(name: str) -> str:
+    """A key as TOML writes it: bare where it may be, else quoted ("hr/pay")."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+
+
 def mail(word: str, subject: str) -> bytes:
     message = EmailMessage()
     message["From"] = "Harbour Office <office@example.org>"
@@ -82,17 +105,19 @@ def imap() -> Iterator[Example]:
         yield Example(
             kind="imap",
             server=f"Dovecot on 127.0.0.1:{server.imaps_port} (IMAPS; IMAP with StartTLS on {server.imap_port})",
-            source=f'''type = "imap"
-[imap]
-server = "127.0.0.1"
-port = {server.imaps_port}
-tls = "implicit"
-ca_file = "{server.ca_file}"
-username = "{CRAWLER}"
-password_secret = "DEV_IMAP_PASSWORD"
-users = ["alice", "bob"]
-public_folders = true
-''',
+            source=source_file(
+                "imap",
+                {
+                    "server": "127.0.0.1",
+                    "port": server.imaps_port,
+                    "tls": "implicit",
+                    "ca_file": server.ca_file,
+                    "username": CRAWLER,
+                    "password_secret": "DEV_IMAP_PASSWORD",
+                    "users": ["alice", "bob"],
+                    "public_folders": True,
+                },
+            ),
             secrets={"DEV_IMAP_PASSWORD": server.crawler_password},
             users=user_tokens({user: groups for user, (_password, groups) in USERS.items()}),
             readers={
@@ -114,26 +139,26 @@ def git() -> Iterator[Example]:
     from searchcrawl.dev.servers.gitolite import CRAWLER, GitServer
 
     server = GitServer().start()
+    cache = Path(tempfile.mkdtemp(prefix="sc-dev-git-cache-"))  # the crawl's copies of the repositories
     try:
         server.set_rules("@staff = alice bob\nrepo handbook\n    R = @staff carol\nrepo budget\n    R = alice\n")
         server.commit("handbook", {"README.md": f"# Handbook\n\nThe {WORDS[0]} rules of the harbour.\n"})
         server.commit("handbook", {"berths.md": f"# Berths\n\nWho moors where: the {WORDS[1]} list.\n"})
         server.commit("budget", {"plan.md": f"# Budget\n\nThe {WORDS[2]} figures for next year.\n"})
-        cache = Path(tempfile.mkdtemp(prefix="sc-dev-git-cache-"))
         yield Example(
             kind="git",
             server=f"gitolite, served by Apache on 127.0.0.1:{server.port}",
-            source=f'''type = "git"
-[git]
-branch = "main"
-username = "{CRAWLER}"
-password_secret = "DEV_GIT_PASSWORD"
-cache_dir = "{cache}"
-gitolite_conf = "{server.conf}"
-[git.repositories]
-handbook = "{server.url("handbook")}"
-budget = "{server.url("budget")}"
-''',
+            source=source_file(
+                "git",
+                {
+                    "branch": "main",
+                    "username": CRAWLER,
+                    "password_secret": "DEV_GIT_PASSWORD",
+                    "cache_dir": str(cache),
+                    "gitolite_conf": str(server.conf),
+                    "repositories": {name: server.url(name) for name in ("handbook", "budget")},
+                },
+            ),
             secrets={"DEV_GIT_PASSWORD": server.crawler_password},
             users=user_tokens({"alice": (), "bob": (), "carol": ()}),
             readers={
@@ -144,6 +169,7 @@ budget = "{server.url("budget")}"
         )
     finally:
         server.stop()
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 @contextmanager
@@ -164,15 +190,17 @@ def dokuwiki() -> Iterator[Example]:
         yield Example(
             kind="dokuwiki",
             server=f"DokuWiki under PHP's web server on 127.0.0.1:{server.port}",
-            source=f'''type = "dokuwiki"
-[dokuwiki]
-url = "{server.url}"
-username = "{CRAWLER}"
-password_secret = "DEV_DOKUWIKI_PASSWORD"
-acl_file = "{server.acl_file}"
-superuser = ["@admin"]
-group_token = "group:{{id}}"
-''',
+            source=source_file(
+                "dokuwiki",
+                {
+                    "url": server.url,
+                    "username": CRAWLER,
+                    "password_secret": "DEV_DOKUWIKI_PASSWORD",
+                    "acl_file": str(server.acl_file),
+                    "superuser": ["@admin"],
+                    "group_token": "group:{id}",
+                },
+            ),
             secrets={"DEV_DOKUWIKI_PASSWORD": server.password(CRAWLER)},
             users=user_tokens({user: GROUPS[user] for user in users}),
             readers={
@@ -194,26 +222,29 @@ def cmis() -> Iterator[Example]:
     from searchcrawl.dev.jvm_server import free_port
     from searchcrawl.dev.servers.cmis_repository import CRAWLER, CmisRepository
 
-    runner = DevCmis(tempfile.mkdtemp(prefix="sc-dev-cmis-"), free_port())
+    folder = Path(tempfile.mkdtemp(prefix="sc-dev-cmis-"))
+    runner = DevCmis(folder, free_port())
     repository = CmisRepository(runner.start(timeout=300))
     try:
-        folder = "/harbour"
-        repository.folder(folder)
-        repository.document(folder, "welcome.txt", f"Welcome to the harbour: the {WORDS[0]} note.\n")
-        repository.restrict(repository.document(folder, "budget.txt", f"The {WORDS[1]} figures.\n"), ["alice"])
-        repository.restrict(repository.document(folder, "minutes.txt", f"The {WORDS[2]} minutes.\n"), ["bob", "carol"])
+        top = "/harbour"
+        repository.folder(top)
+        repository.document(top, "welcome.txt", f"Welcome to the harbour: the {WORDS[0]} note.\n")
+        repository.restrict(repository.document(top, "budget.txt", f"The {WORDS[1]} figures.\n"), ["alice"])
+        repository.restrict(repository.document(top, "minutes.txt", f"The {WORDS[2]} minutes.\n"), ["bob", "carol"])
         users = ("alice", "bob", "carol")
         yield Example(
             kind="cmis",
             server=f"OpenCMIS InMemory on 127.0.0.1:{runner.port} (any password)",
-            source=f'''type = "cmis"
-[cmis]
-url = "{repository.url}"
-folder = "{folder}"
-username = "{CRAWLER}"
-password_secret = "DEV_CMIS_PASSWORD"
-anyone_token = "public"
-''',
+            source=source_file(
+                "cmis",
+                {
+                    "url": repository.url,
+                    "folder": top,
+                    "username": CRAWLER,
+                    "password_secret": "DEV_CMIS_PASSWORD",
+                    "anyone_token": "public",
+                },
+            ),
             secrets={"DEV_CMIS_PASSWORD": "any-password"},
             users=user_tokens(dict.fromkeys(users, ())),
             readers={
@@ -224,6 +255,7 @@ anyone_token = "public"
         )
     finally:
         runner.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
@@ -231,8 +263,6 @@ def webdav() -> Iterator[Example]:
     """Apache httpd with mod_dav, its users those of a slapd of its own: notes for all-staff
     (alice through finance, bob), finance/ for finance (alice), private/ for bob, board/ for
     all-staff and carol."""
-    from searchcrawl.access.directory import DirectoryConfig
-    from searchcrawl.access.ldap_directory import LdapDirectory
     from searchcrawl.dev.servers.apache_webdav import CRAWLER, WebdavServer
     from searchcrawl.dev.servers.slapd import USERS, DirectoryServer
 
@@ -245,26 +275,20 @@ def webdav() -> Iterator[Example]:
         server.write("finance/budget.txt", f"Budget: the {WORDS[1]} figures.\n")
         server.write("private/todo.txt", f"Bob's list: the {WORDS[2]} chores.\n")
         server.write("board/minutes.txt", f"Board minutes: the {WORDS[3]} decision.\n")
-        searchers = LdapDirectory(
-            DirectoryConfig(
-                url=directory.url,
-                user_base=directory.user_base,
-                group_base=directory.group_base,
-                bind_dn=directory.bind_dn,
-                bind_password=directory.bind_password,
-            )
-        )
+        searchers = directory.searchers()
         tokens = {user: tuple(sorted(searchers.principals(user).tokens - {"public"})) for user in USERS}
         yield Example(
             kind="webdav",
             server=f"Apache httpd with mod_dav on 127.0.0.1:{server.port}, its users in slapd at {directory.url}",
-            source=f'''type = "webdav"
-[webdav]
-root = "{server.url}"
-username = "{CRAWLER}"
-password_secret = "DEV_WEBDAV_PASSWORD"
-apache_config = ["{server.config_file}"]
-''',
+            source=source_file(
+                "webdav",
+                {
+                    "root": server.url,
+                    "username": CRAWLER,
+                    "password_secret": "DEV_WEBDAV_PASSWORD",
+                    "apache_config": [str(server.config_file)],
+                },
+            ),
             secrets={"DEV_WEBDAV_PASSWORD": server.crawler_password},
             users=tokens,
             readers={
@@ -303,14 +327,16 @@ def redmine() -> Iterator[Example]:
         yield Example(
             kind="redmine",
             server=f"Redmine on SQLite, served by thin on 127.0.0.1:{server.port}",
-            source=f'''type = "redmine"
-[redmine]
-url = "{server.url}"
-username = "{CRAWLER}"
-password_secret = "DEV_REDMINE_PASSWORD"
-projects = ["harbour", "finance"]
-anonymous_token = "public"
-''',
+            source=source_file(
+                "redmine",
+                {
+                    "url": server.url,
+                    "username": CRAWLER,
+                    "password_secret": "DEV_REDMINE_PASSWORD",
+                    "projects": ["harbour", "finance"],
+                    "anonymous_token": "public",
+                },
+            ),
             secrets={"DEV_REDMINE_PASSWORD": server.password(CRAWLER)},
             users=user_tokens(dict.fromkeys(USERS, ())),
             readers={word: frozenset(user for user in USERS if server.can_read(user, issue)) for word, issue in issues.items()},

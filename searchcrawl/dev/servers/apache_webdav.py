@@ -21,8 +21,6 @@ tests may rely on:
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import signal
@@ -34,7 +32,7 @@ from pathlib import Path
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import start_apache, stop, write_htpasswd
 from searchcrawl.dev.servers.slapd import SUFFIX, DirectoryServer
 
 CRAWLER = "crawler"
@@ -71,15 +69,10 @@ class WebdavServer:
     def start(self) -> WebdavServer:
         self.files.mkdir()
         shutil.chown(self.files, "www-data", "www-data")
-        digest = base64.b64encode(hashlib.sha1(self.crawler_password.encode()).digest()).decode()  # noqa: S324 - htpasswd's {SHA}
-        (self.folder / "htpasswd").write_text(f"{CRAWLER}:{{SHA}}{digest}\n")
+        write_htpasswd(self.folder / "htpasswd", CRAWLER, self.crawler_password)
         self.port = free_port()
         self._write_config()
-        log = (self.folder / "apache.log").open("wb")
-        self.process = subprocess.Popen(
-            ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(self.folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
-        )
-        wait_listening(self.process, self.port, self.folder / "apache.log")
+        self.process = start_apache(self.folder, self.port)
         return self
 
     def stop(self) -> None:

@@ -19,8 +19,6 @@ port. What tests may rely on:
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import subprocess
@@ -30,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import start_apache, stop, write_htpasswd
 
 CRAWLER = "crawler"
 # the directory's groups of each user as the searchers' principals read them (searchcrawl/dev/servers/slapd.py:
@@ -67,8 +65,7 @@ class GitServer:
         groups.chmod(0o755)
         rc = self.home / ".gitolite.rc"
         rc.write_text(rc.read_text().replace("%RC = (", f"%RC = (\n    GROUPLIST_PGM => '{groups}',", 1))
-        digest = base64.b64encode(hashlib.sha1(self.crawler_password.encode()).digest()).decode()  # noqa: S324 - htpasswd's {SHA}
-        (self.folder / "htpasswd").write_text(f"{CRAWLER}:{{SHA}}{digest}\n")
+        write_htpasswd(self.folder / "htpasswd", CRAWLER, self.crawler_password)
         self.port = free_port()
         modules = "\n".join(f"LoadModule {name}_module /usr/lib/apache2/modules/mod_{name}.so" for name in MODULES)
         (self.folder / "httpd.conf").write_text(
@@ -92,11 +89,7 @@ ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
 </Location>
 """
         )
-        log = (self.folder / "apache.log").open("wb")
-        self.process = subprocess.Popen(
-            ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(self.folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
-        )
-        wait_listening(self.process, self.port, self.folder / "apache.log")
+        self.process = start_apache(self.folder, self.port)
         return self
 
     def stop(self) -> None:

@@ -43,6 +43,8 @@ from pathlib import Path
 
 import ldap3
 
+from searchcrawl.access.directory import DirectoryConfig
+from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.dev.jvm_server import free_port
 
 SCHEMAS = ("core", "cosine", "nis", "inetorgperson")
@@ -108,6 +110,18 @@ class DirectoryServer:
 
     def group_dn(self, cn: str) -> str:
         return f"cn={cn},{self.group_base}"
+
+    def searchers(self) -> LdapDirectory:
+        """searchcrawl's client of this directory, as the web application makes it from ``settings()``."""
+        return LdapDirectory(
+            DirectoryConfig(
+                url=self.url,
+                user_base=self.user_base,
+                group_base=self.group_base,
+                bind_dn=self.bind_dn,
+                bind_password=self.bind_password,
+            )
+        )
 
     def settings(self) -> dict[str, str]:
         """The settings (environment variables) of a searchcrawl that uses this directory."""
