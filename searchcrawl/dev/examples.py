@@ -5,10 +5,13 @@ it with permissions that differ, and says how to crawl it: a source file that wo
 (``Example.source``), the secret its crawl reads from the environment, and who may read which
 item. Every item holds one marker word (``Example.readers``: word -> the users who may read it),
 so that a search for it shows the permissions at work; tests/e2e/test_dev_examples.py crawls each
-printed source file and searches as each user.
+printed source file and searches as each user. The sign-in providers (oidc, saml) and the answers'
+model (``SERVICES``) have no source: they give the web application's settings that use them.
 
-The servers listen on 127.0.0.1 only, on free ports, with fixed example passwords: they are for
-trying a source type on one's own machine, never for serving anyone.
+The servers listen on 127.0.0.1 only, on free ports (never one a service of this machine holds),
+in fresh folders under /tmp, with fixed example passwords: for trying a source type on one's own
+machine, never for serving anyone. The ports and folders are each run's: the file printed is the
+one that works.
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ class Example:
 
     kind: str
     server: str  # what runs, and where ("Dovecot 2.3 on 127.0.0.1:40123 (IMAPS)")
-    source: str  # the source file's text ("": a sign-in provider, no source)
+    source: str  # the source file's text ("": one of SERVICES, no source)
     secrets: Mapping[str, str]  # the environment variables its crawl reads: name -> value
     users: Mapping[str, tuple[str, ...]]  # each user's access tokens (as the searchers' directory gives them)
     readers: Mapping[str, frozenset[str]]  # an item's marker word -> the users who may read it
     logins: Mapping[str, str] = field(default_factory=dict)  # user -> password, to sign in to the server
     # the web application's settings (environment variables) that use the example: the searchers'
-    # directory (`scrapy search --as`), a sign-in provider
+    # directory (`scrapy search --as`), a sign-in provider, the answers' model
     settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
