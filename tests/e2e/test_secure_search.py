@@ -13,7 +13,6 @@ import pysolr
 import pytest
 
 from searchcrawl.access.decision import Principal, Principals, decide
-from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
@@ -70,15 +69,7 @@ def index_documents(solr: pysolr.Solr, source: str, word: str) -> None:
 
 
 def directory_of_server(server: DirectoryServer) -> LdapDirectory:
-    return LdapDirectory(
-        DirectoryConfig(
-            url=server.url,
-            user_base=server.user_base,
-            group_base=server.group_base,
-            bind_dn=server.bind_dn,
-            bind_password=server.bind_password,
-        )
-    )
+    return server.searchers()
 
 
 def test_each_searcher_finds_exactly_their_documents_with_their_counts(

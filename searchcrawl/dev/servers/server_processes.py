@@ -1,9 +1,11 @@
-"""What the tests' own servers (tests/mail_server.py, tests/webdav_server.py) share: waiting for
+"""What the example servers of `scrapy dev` and the tests (searchcrawl/dev/servers/) share: waiting for
 one to listen, and stopping it."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -47,3 +49,20 @@ def stop(process: subprocess.Popen[bytes] | None, group: bool = False) -> None:
         process.wait(20)
     if group:
         signal_all(signal.SIGKILL)  # a worker that outlived its parent
+
+
+def write_htpasswd(path: Path, user: str, password: str) -> None:
+    """An htpasswd file of one user, its password as Apache's ``{SHA}`` digest."""
+    digest = base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()  # noqa: S324 - htpasswd's {SHA}
+    path.write_text(f"{user}:{{SHA}}{digest}\n")
+
+
+def start_apache(folder: Path, port: int) -> subprocess.Popen[bytes]:
+    """Apache httpd in the foreground with ``folder``'s httpd.conf (its output in apache.log),
+    once it listens on ``port``."""
+    log = (folder / "apache.log").open("wb")
+    process = subprocess.Popen(
+        ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
+    )
+    wait_listening(process, port, folder / "apache.log")
+    return process
