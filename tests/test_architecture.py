@@ -221,16 +221,16 @@ CLIENT_NAME = re.compile(r"solr|index|client", re.IGNORECASE)
 # (module, function): a ``.search`` of Solr without a searcher's trimming, and why
 UNTRIMMED: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex._trimmed"): "the door itself: it adds the searcher's trimming to every request it sends",
-    ("searchcrawl.index.indexer", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
+    ("searchcrawl.index.solr_client", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
     (
-        "searchcrawl.index.indexer",
+        "searchcrawl.index.solr_client",
         "SolrIndex.sources",
     ): "operators: the sources the index holds (status, the admin page), names only",
     (
-        "searchcrawl.index.indexer",
+        "searchcrawl.index.solr_client",
         "SolrIndex.document_count",
     ): "operators: the admin page's Solr health, the whole index's count",
-    ("searchcrawl.index.indexer", "cursor_pages"): (
+    ("searchcrawl.index.solr_client", "cursor_pages"): (
         "operators and the crawl: every document of a source, for the id migration (`scrapy solr migrate-ids`) and a"
         " new document table taking the index over"
     ),
@@ -469,7 +469,7 @@ def test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query() -
 
 RAW_CALLS = """
 import re
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 
 WORD = re.compile(r"\\w")

@@ -16,7 +16,7 @@ import time
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.semantic.embedders import DimensionMismatch, checked, embedder_from
 from searchcrawl.semantic.passage_index import PassageIndex
 from searchcrawl.system import paths

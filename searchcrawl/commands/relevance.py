@@ -33,7 +33,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands.search import principals_of, rules_of
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.click_judgments import judged_from_clicks, qrels_text, queries_text
 from searchcrawl.search.evaluation import (

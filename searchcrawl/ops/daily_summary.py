@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.notifier import Notifier
 from searchcrawl.ops.stalls import Stall
 from searchcrawl.rules.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text

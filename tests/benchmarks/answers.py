@@ -43,7 +43,7 @@ import requests
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search import answers
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
 from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries

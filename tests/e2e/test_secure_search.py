@@ -17,7 +17,7 @@ from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.urls import agent_url
 from searchcrawl.search.query import matching, search_params
 from searchcrawl.search.searcher import TrimmedIndex

@@ -68,7 +68,7 @@ LEDGER_WRITERS = {
     "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
     # Solr's answers, and a shared crawl's copies of one content settled before a push
-    "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
+    "searchcrawl/index/push.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
     "searchcrawl/crawl/middlewares/sitemaps.py": {"record_spared"},  # a maintenance crawl's unchanged pages, in bulk
 }
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
