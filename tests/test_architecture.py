@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "searchcrawl"
+from tests.syntax_trees import PACKAGE, package_modules, tree_of
 
 # Lowest first; the packages of one level may import each other, and nothing of a higher level.
 # The top-level modules (searchcrawl/cli.py, settings.py, __init__.py) stand above every package.
@@ -77,7 +77,7 @@ def imports(path: Path) -> Iterator[str]:
     relative imports resolved."""
     module = module_name(path)
     base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree_of(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -103,7 +103,7 @@ def level_of(package: str) -> int:
 def upward_imports() -> set[tuple[str, str]]:
     """The (importer, imported) pairs whose imported module's package stands above the importer's."""
     found = set()
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_modules():
         importer = module_name(path)
         for imported in imports(path):
             if level_of(package_of(imported)) > level_of(package_of(importer)):
@@ -137,7 +137,7 @@ def test_packages_form_no_cycle() -> None:
     """Packages of one level may import each other, but not in a circle (crawl/ and web/ do not
     import each other at all): with the imports of UPWARD left out, the packages form no cycle."""
     graph: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_modules():
         importer = module_name(path)
         for imported in imports(path):
             if package_of(imported) != package_of(importer) and (importer, imported) not in UPWARD:
@@ -157,7 +157,7 @@ def test_module_and_package_names() -> None:
 def defined_names(path: Path) -> Iterator[str]:
     """The classes and type aliases ``path`` defines at its top level: a class, or a capitalised
     name that is not a constant (``LoginOutcome = tuple[...]``; constants are upper case)."""
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in tree_of(path).body:
         if isinstance(node, ast.ClassDef):
             yield node.name
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -171,7 +171,7 @@ def defined_names(path: Path) -> Iterator[str]:
 
 def test_no_name_is_defined_in_two_modules() -> None:
     where: dict[str, list[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_modules():
         for name in defined_names(path):
             where.setdefault(name, []).append(module_name(path))
     twice = {
@@ -221,13 +221,16 @@ CLIENT_NAME = re.compile(r"solr|index|client", re.IGNORECASE)
 # (module, function): a ``.search`` of Solr without a searcher's trimming, and why
 UNTRIMMED: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex._trimmed"): "the door itself: it adds the searcher's trimming to every request it sends",
-    ("searchcrawl.index.indexer", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
+    ("searchcrawl.index.solr_client", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
     (
-        "searchcrawl.index.indexer",
+        "searchcrawl.index.solr_client",
         "SolrIndex.sources",
     ): "operators: the sources the index holds (status, the admin page), names only",
-    ("searchcrawl.index.indexer", "SolrIndex.document_count"): "operators: the admin page's Solr health, the whole index's count",
-    ("searchcrawl.index.indexer", "cursor_pages"): (
+    (
+        "searchcrawl.index.solr_client",
+        "SolrIndex.document_count",
+    ): "operators: the admin page's Solr health, the whole index's count",
+    ("searchcrawl.index.solr_client", "cursor_pages"): (
         "operators and the crawl: every document of a source, for the id migration (`scrapy solr migrate-ids`) and a"
         " new document table taking the index over"
     ),
@@ -394,17 +397,22 @@ class _RawClientHandedOn(_Scopes):
         self.generic_visit(node)
 
 
-def solr_queries(module: str, source: str) -> set[tuple[str, str]]:
+def _parsed(source: ast.Module | str) -> ast.Module:
+    """A module's tree (a package module's, parsed once a session: tests/syntax_trees.py), or a snippet's."""
+    return source if isinstance(source, ast.Module) else ast.parse(source)
+
+
+def solr_queries(module: str, source: ast.Module | str) -> set[tuple[str, str]]:
     """The (module, function) pairs of ``source`` that call ``.search`` on a Solr client."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     visitor = _SolrQueries(tree)
     visitor.visit(tree)
     return {(module, where) for where in visitor.found}
 
 
-def trimming_named(module: str, source: str) -> bool:
+def trimming_named(module: str, source: ast.Module | str) -> bool:
     """Whether ``source`` names ``solr_trimming`` (imports, calls or passes it)."""
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parsed(source)):
         if isinstance(node, ast.Name) and node.id == TRIMMING or isinstance(node, ast.Attribute) and node.attr == TRIMMING:
             return True
         if isinstance(node, ast.ImportFrom) and any(alias.name == TRIMMING for alias in node.names):
@@ -412,20 +420,20 @@ def trimming_named(module: str, source: str) -> bool:
     return False
 
 
-def raw_client_handed_on(module: str, source: str) -> set[tuple[str, str]]:
+def raw_client_handed_on(module: str, source: ast.Module | str) -> set[tuple[str, str]]:
     """The (module, callee) pairs of ``source`` that are handed the raw Solr client, and the
     (module, function) pairs that take it as a parameter (in web/, commands/ and search/)."""
     if not module.startswith(HANDED_ON):
         return set()
-    tree = ast.parse(source)
+    tree = _parsed(source)
     visitor = _RawClientHandedOn(tree)
     visitor.visit(tree)
     return {(module, where) for where in visitor.found}
 
 
-def _sources() -> Iterator[tuple[str, str]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield module_name(path), path.read_text(encoding="utf-8")
+def _sources() -> Iterator[tuple[str, ast.Module]]:
+    for path in package_modules():
+        yield module_name(path), tree_of(path)
 
 
 def test_only_the_searcher_and_the_named_operator_paths_query_solr() -> None:
@@ -461,7 +469,7 @@ def test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query() -
 
 RAW_CALLS = """
 import re
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 
 WORD = re.compile(r"\\w")

@@ -331,22 +331,31 @@ class _ConfigReader:
                 return entry.section
         return None
 
+    def _open_host(self, argument: str, where: str) -> None:
+        """A ``<VirtualHost>`` at the top: the host the sections inside it belong to, by its ports."""
+        ports = tuple(address.rsplit(":", 1)[1] if ":" in address else "*" for address in argument.split()) or ("*",)
+        self.rules.hosts.append(VirtualHost(ports))
+        self.host = len(self.rules.hosts) - 1
+        self.stack.append(_Open("virtualhost", None, "neutral", where))
+
+    def _open_section(self, kind: str, argument: str, where: str, inside: list[str]) -> None:
+        """A ``<Location>`` or ``<Directory>`` of a plain path: a section of its own, or, inside
+        another section, a pattern or a conditional, one that may or may not apply."""
+        if "section" in inside or "pattern" in inside or "conditional" in inside:
+            self.stack.append(_Open(kind, None, "conditional", where))
+            return
+        path = argument if kind == "location" else posixpath.normpath(argument)
+        section = Section(kind, path, where, self.host)
+        self.rules.sections.append(section)
+        self.stack.append(_Open(kind, section, "section", where))
+
     def open(self, written: str, argument: str, where: str) -> None:
         kind = written.lower()
         inside = [entry.kind for entry in self.stack]
         if kind == "virtualhost" and not self.stack:
-            ports = tuple(address.rsplit(":", 1)[1] if ":" in address else "*" for address in argument.split()) or ("*",)
-            self.rules.hosts.append(VirtualHost(ports))
-            self.host = len(self.rules.hosts) - 1
-            self.stack.append(_Open(kind, None, "neutral", where))
+            self._open_host(argument, where)
         elif kind in ("location", "directory") and not argument.startswith("~") and not _WILDCARD.search(argument):
-            if "section" in inside or "pattern" in inside or "conditional" in inside:
-                self.stack.append(_Open(kind, None, "conditional", where))
-                return
-            path = argument if kind == "location" else posixpath.normpath(argument)
-            section = Section(kind, path, where, self.host)
-            self.rules.sections.append(section)
-            self.stack.append(_Open(kind, section, "section", where))
+            self._open_section(kind, argument, where, inside)
         elif kind in MATCH_SECTIONS or kind in ("location", "directory"):
             self.stack.append(_Open(kind, None, "pattern", f"<{written} {argument[:80]}> at {where}", [argument]))
         elif kind == "requireany":
@@ -412,6 +421,25 @@ class _ConfigReader:
         if directive in UNMODELLED:
             self.uncertain(f"{directive} at {where}")
             return
+        self._ldap_directive(directive, rest, where)
+        if directive in ("servername", "serveralias") and self.host is not None:
+            self.rules.hosts[self.host].names.extend(name.split(":")[0] for name in rest.split())
+        if directive not in CARRIES_RULES:
+            return
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.kind == "pattern":
+            top.lines.append(f"{directive} {rest}")
+        elif any(entry.kind in ("conditional", "pattern") for entry in self.stack):
+            self.uncertain(f"{directive} inside a conditional section at {where}")
+        elif directive in ("alias", "documentroot"):
+            self._path_directive(directive, rest, where)
+        else:
+            self._section_directive(directive, rest, where, top)
+
+    def _ldap_directive(self, directive: str, rest: str, where: str) -> None:
+        """What mod_authnz_ldap's directives change of how a ``Require ldap-group`` reads: a URL
+        with a filter and a shallow subgroup depth are uncertain; the group attributes and
+        classes are kept by where they are set."""
         if directive == "authldapurl" and rest.count("?") >= 3 and rest.rsplit("?", 1)[1].strip(' "'):
             self.uncertain(f"AuthLDAPURL with a filter at {where}")
         elif directive in LDAP_GROUP_DEFAULTS:
@@ -420,20 +448,9 @@ class _ConfigReader:
             values.update(value.lower() for value in rest.replace('"', " ").split())
         elif directive == "authldapmaxsubgroupdepth" and (not rest.isdigit() or int(rest) < 10):
             self.uncertain(f"AuthLDAPMaxSubGroupDepth {rest[:10]} at {where}")
-        if directive in ("servername", "serveralias") and self.host is not None:
-            self.rules.hosts[self.host].names.extend(name.split(":")[0] for name in rest.split())
-        if directive not in CARRIES_RULES:
-            return
-        top = self.stack[-1] if self.stack else None
-        if top is not None and top.kind == "pattern":
-            top.lines.append(f"{directive} {rest}")
-            return
-        if any(entry.kind in ("conditional", "pattern") for entry in self.stack):
-            self.uncertain(f"{directive} inside a conditional section at {where}")
-            return
-        if directive in ("alias", "documentroot"):
-            self._path_directive(directive, rest, where)
-            return
+
+    def _section_directive(self, directive: str, rest: str, where: str, top: _Open | None) -> None:
+        """A directive that carries rules, in the section it applies to."""
         section = self.section
         if section is None:
             self.uncertain(f"{directive} outside a <Location> or <Directory> at {where}")

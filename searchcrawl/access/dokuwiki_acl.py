@@ -108,6 +108,40 @@ class _Level:
     denies: dict[str, tuple[Grant, ...]] = field(default_factory=dict)
 
 
+def _denied_above_every_read(name: str, allow: list[Grant], deny: list[Grant], superusers: list[Grant]) -> Access:
+    """The access when no level below the first that reads denies: the readers, less who is denied
+    above them (a superuser reads what names of theirs are denied)."""
+    if deny and superusers:
+        return Access((Level(name, unique_grants(allow)),), late_deny=unique_grants(deny), overriding=unique_grants(superusers))
+    return Access.of(allow, deny, name=name)
+
+
+def _denied_below_a_read(
+    name: str, levels: list[_Level], grants: tuple[list[Grant], list[Grant], list[Grant]], first_read: int, first_deny: int
+) -> Access:
+    """The access when a level at or below the first that reads denies (``first_deny``): the
+    denials below are late (a reader the levels above decided keeps reading), read conservatively
+    where denies come at more than one level below a read."""
+    allow, deny, superusers = grants
+    notes: list[str] = []
+    if deny and superusers:
+        notes.append(f"{name}: a superuser holding a name denied before any read is refused")
+    late = [grant for level in levels[first_deny:] for grants_of in level.denies.values() for grant in grants_of]
+    reads_above = [g for level in levels[first_read : first_deny + 1] for grants_of in level.reads.values() for g in grants_of]
+    if any(level.denies and any(other.reads for other in levels[first_deny + 1 : i + 1]) for i, level in enumerate(levels)):
+        notes.append(
+            f"{name}: denies at more than one level below a read, read conservatively (a reader the lower "
+            f"level decides may be refused what it gives)"
+        )
+    return Access(
+        (Level(name, unique_grants(allow)),),
+        unique_grants(deny),
+        tuple(notes),
+        late_deny=unique_grants(late),
+        overriding=unique_grants([*superusers, *reads_above]),
+    )
+
+
 class WikiAcl:
     """The rules of one acl.auth.php; ``access_of`` a page id."""
 
@@ -138,29 +172,8 @@ class WikiAcl:
         deny = [grant for level in levels[:first_read] for grants in level.denies.values() for grant in grants]
         first_deny = next((i for i in range(first_read, len(levels)) if levels[i].denies), None)
         if first_deny is None:
-            if deny and superusers:  # a superuser reads what names of theirs are denied
-                return Access(
-                    (Level(name, unique_grants(allow)),), late_deny=unique_grants(deny), overriding=unique_grants(superusers)
-                ), None
-            return Access.of(allow, deny, name=name), None
-        notes: list[str] = []
-        if deny and superusers:
-            notes.append(f"{name}: a superuser holding a name denied before any read is refused")
-        late = [grant for level in levels[first_deny:] for grants in level.denies.values() for grant in grants]
-        reads_above = [g for level in levels[first_read : first_deny + 1] for grants in level.reads.values() for g in grants]
-        if any(level.denies and any(other.reads for other in levels[first_deny + 1 : i + 1]) for i, level in enumerate(levels)):
-            notes.append(
-                f"{name}: denies at more than one level below a read, read conservatively (a reader the lower "
-                f"level decides may be refused what it gives)"
-            )
-        level = Level(name, unique_grants(allow))
-        return Access(
-            (level,),
-            unique_grants(deny),
-            tuple(notes),
-            late_deny=unique_grants(late),
-            overriding=unique_grants([*superusers, *reads_above]),
-        ), None
+            return _denied_above_every_read(name, allow, deny, superusers), None
+        return _denied_below_a_read(name, levels, (allow, deny, superusers), first_read, first_deny), None
 
     def _levels(self, page: str, names: WikiNames) -> list[_Level]:
         """The levels DokuWiki asks for ``page``, each with the names first named there."""
@@ -267,11 +280,7 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
     subject = entry.subject
     reads = entry.permission is not None and entry.permission >= READ
     if entry.template is not None:
-        if subject != entry.template:
-            raise Uncertain(f"{entry.origin}: a wildcard rule for a name other than the wildcard's own")
-        if not reads:
-            raise Uncertain(f"{entry.origin}: a wildcard rule that denies")
-        subject = ("@" if entry.template == GROUP_WILDCARD else "") + (value or "")
+        subject = _templated(entry, value, reads)
     elif subject == USER_WILDCARD:
         subject = "@" + names.default_group  # every signed-in user
     elif subject == GROUP_WILDCARD:
@@ -279,15 +288,10 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
             raise Uncertain(f"{entry.origin}: denies each group of each reader")
         return "%group", ()
     elif subject != EVERYONE:
-        name = subject.removeprefix("@")
-        if any(ord(c) < 0x80 and not c.isalnum() and c != "%" for c in name):
-            return None, ()  # DokuWiki compares encoded names: one written otherwise matches no one
-        decoded = _ENCODED.sub(_decoded, name)
-        if name_encoded(decoded) != name:
-            if reads:
-                return None, ()  # a read left out: its readers are refused (fail closed)
-            raise Uncertain(f"{entry.origin}: a name DokuWiki would not write this way")
-        subject = subject[: len(subject) - len(name)] + decoded
+        written = _decoded_name(entry, subject, reads)
+        if written is None:
+            return None, ()
+        subject = written
     if names.crawler and subject.lower() == names.crawler.lower():
         return None, ()
     if names.case_sensitive and subject != EVERYONE and subject != subject.lower() and reads:
@@ -296,6 +300,32 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
     if not reads and any(grant.token.startswith("direct:") for grant in tokens) and not denies_exactly(names.group_relations):
         raise Uncertain(f"{entry.origin}: denies a group the wiki's groupfilter may find where the directory reading does not")
     return subject.lower() if subject != EVERYONE else EVERYONE, tokens
+
+
+def _templated(entry: AclEntry, value: str | None, reads: bool) -> str:
+    """The name a wildcard rule (``%USER%``, ``@%GROUPS%`` in a namespace's name) gives its
+    permission to: the wildcard's own, and only to read (anything else is Uncertain)."""
+    if entry.subject != entry.template:
+        raise Uncertain(f"{entry.origin}: a wildcard rule for a name other than the wildcard's own")
+    if not reads:
+        raise Uncertain(f"{entry.origin}: a wildcard rule that denies")
+    return ("@" if entry.template == GROUP_WILDCARD else "") + (value or "")
+
+
+def _decoded_name(entry: AclEntry, subject: str, reads: bool) -> str | None:
+    """A user's or group's name as written in the ACL (URL-encoded), decoded; None when DokuWiki
+    matches no one by it (a character it would have encoded) or a read by a name it would not
+    write this way is left out (its readers are refused: fail closed); a denial by such a name
+    is Uncertain."""
+    name = subject.removeprefix("@")
+    if any(ord(c) < 0x80 and not c.isalnum() and c != "%" for c in name):
+        return None  # DokuWiki compares encoded names: one written otherwise matches no one
+    decoded = _ENCODED.sub(_decoded, name)
+    if name_encoded(decoded) != name:
+        if reads:
+            return None
+        raise Uncertain(f"{entry.origin}: a name DokuWiki would not write this way")
+    return subject[: len(subject) - len(name)] + decoded
 
 
 def name_encoded(name: str) -> str:

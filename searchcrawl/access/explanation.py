@@ -40,7 +40,7 @@ LEVEL_NAMES = ("document", "level 1 above it", "level 2 above it", "level 3 abov
 
 
 class IndexedDocuments(Protocol):
-    """What is asked of the index (``SolrIndex.search`` of index/indexer.py, handed in from above):
+    """What is asked of the index (``SolrIndex.search`` of index/solr_client.py, handed in from above):
     its stored documents of a URL, untrimmed; an answer with their ``docs``."""
 
     def search(self, query: str, **params: Any) -> Any: ...

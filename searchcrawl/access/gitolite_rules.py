@@ -205,6 +205,15 @@ def _grant(template: str, name: str, origin: str) -> Grant:
         raise _Uncertain(f"{origin}: {name[:80]!r} is no token") from None
 
 
+def _define_group(rules: GitoliteRules, name: str, listed: list[str]) -> None:
+    """A group line, expanded where it is defined (its groups' members as they are then)."""
+    members = rules.groups.setdefault(name, [])
+    for member in listed:
+        if member == EVERYONE:
+            continue  # gitolite looks a user's groups up by the user: @all in a group is no one
+        members.extend(rules.groups.get(member, [member]) if member.startswith("@") else [member])
+
+
 def read_gitolite(text: str, path: str) -> GitoliteRules:
     """The rules of a gitolite.conf (``path`` names it in origins), read as gitolite reads it:
     ``#`` begins a comment, blanks are ASCII's; a group is expanded where it is defined (its
@@ -226,11 +235,7 @@ def read_gitolite(text: str, path: str) -> GitoliteRules:
         elif words[0] in ("include", "subconf"):
             rules.uncertain = rules.uncertain or f"{origin}: rules in another file are not read"
         elif group := _GROUP.fullmatch(line):
-            members = rules.groups.setdefault(group.group(1), [])
-            for member in group.group(2).split():
-                if member == EVERYONE:
-                    continue  # gitolite looks a user's groups up by the user: @all in a group is no one
-                members.extend(rules.groups.get(member, [member]) if member.startswith("@") else [member])
+            _define_group(rules, group.group(1), group.group(2).split())
         elif rule := _RULE.fullmatch(line):
             if not repos:
                 rules.uncertain = rules.uncertain or f"{origin}: a rule before any repo line"

@@ -89,26 +89,39 @@ def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int,
     deny: list[Grant] = []
     where = f"POSIX ACL of {shown}"
     for tag, qualifier, has in entries:
-        if tag == posix1e.ACL_USER_OBJ:
-            (allow if has else deny).append(Grant(f"uid:{owner}", f"{where}: owner (uid {owner}) {_mode(has, permission)}"))
-        elif tag == posix1e.ACL_USER and qualifier != owner:  # the owner's own entry wins over a named one
-            granted = has and masked
-            entry = f"{where}: user:{qualifier} {_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
-            (allow if granted else deny).append(Grant(f"uid:{qualifier}", entry))
-        elif tag in (posix1e.ACL_GROUP_OBJ, posix1e.ACL_GROUP):
-            gid = group if tag == posix1e.ACL_GROUP_OBJ else qualifier
-            granted = has and masked
-            name = f"owning group (gid {gid})" if tag == posix1e.ACL_GROUP_OBJ else f"group:{gid}"
-            entry = f"{where}: {name} {_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
-            if granted:
-                allow.append(Grant(f"gid:{gid}", entry))
-            elif other:  # its members are refused what other gives
-                deny.append(Grant(f"gid:{gid}", entry))
+        decided = _entry_grant(tag, qualifier, has, (owner, group), masked, permission, where)
+        if decided is None:
+            continue
+        granted, grant = decided
+        if granted:
+            allow.append(grant)
+        elif other or not grant.token.startswith("gid:"):  # a group's members are refused what other gives
+            deny.append(grant)
     if other:
         allow.append(Grant(PUBLIC, f"{where}: other {permission}"))
     # a gid with a granting entry and one without (the owning group named again): POSIX grants
     granting = {grant.token for grant in allow}
     return Gate(tuple(allow), tuple(grant for grant in deny if not (grant.token.startswith("gid:") and grant.token in granting)))
+
+
+def _entry_grant(
+    tag: int, qualifier: int | None, has: bool, owners: tuple[int, int], masked: bool, permission: str, where: str
+) -> tuple[bool, Grant] | None:
+    """What one ACL entry grants (True) or refuses (False), with its explanation; None for the
+    entries that name no one of their own (the mask, other) and a named entry of the owner (the
+    owner's own entry wins over it). A named user's or a group's entry grants only within the mask."""
+    owner, group = owners
+    if tag == posix1e.ACL_USER_OBJ:
+        return has, Grant(f"uid:{owner}", f"{where}: owner (uid {owner}) {_mode(has, permission)}")
+    granted = has and masked
+    shown = f"{_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
+    if tag == posix1e.ACL_USER and qualifier != owner:
+        return granted, Grant(f"uid:{qualifier}", f"{where}: user:{qualifier} {shown}")
+    if tag in (posix1e.ACL_GROUP_OBJ, posix1e.ACL_GROUP):
+        gid = group if tag == posix1e.ACL_GROUP_OBJ else qualifier
+        name = f"owning group (gid {gid})" if tag == posix1e.ACL_GROUP_OBJ else f"group:{gid}"
+        return granted, Grant(f"gid:{gid}", f"{where}: {name} {shown}")
+    return None
 
 
 def file_access(path: str | int, info: os.stat_result, shown: str) -> Access:

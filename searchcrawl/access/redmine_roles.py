@@ -100,15 +100,7 @@ def issue_access(
     """Who may read ``issue`` (see the module's docstring); (None, why) when a user who must be
     refused has no token of their own (a login that is no token, or another's)."""
     asked = _Asked(issue, project, roles, users, names)
-    allow = [asked.user(admin, "an administrator") for admin in sorted(users.admins) if admin in users.logins]
-    members = {m: ids for m, ids in project.members.items() if m in users.active and m not in users.admins}
-    blind = set()
-    for member, role_ids in sorted(members.items()):
-        role = asked.sees(role_ids, member)
-        if role is None:
-            blind.add(member)
-        elif member in users.logins:
-            allow.append(asked.user(member, f"member, role {role.name}"))
+    allow, members, blind = _admins_and_members(asked)
     others = sorted(users.active - set(members) - users.admins) if project.public else []
     broad = project.public and _non_members(asked, others, allow)
     anonymous = asked.sees(project.anonymous_roles, None, signed_in=False) if project.public else None
@@ -127,6 +119,23 @@ def issue_access(
     except _NoToken as error:
         return None, str(error)
     return Access.of(unique_grants(allow), deny, name=asked.where), None
+
+
+def _admins_and_members(asked: _Asked) -> tuple[list[Grant], dict[int, tuple[int, ...]], set[int]]:
+    """The administrators (who read every issue) and the project's members a role of theirs
+    shows the issue to; the members (active, not administrators) by their roles; and the members
+    no role shows it to."""
+    users = asked.users
+    allow = [asked.user(admin, "an administrator") for admin in sorted(users.admins) if admin in users.logins]
+    members = {m: ids for m, ids in asked.project.members.items() if m in users.active and m not in users.admins}
+    blind = set()
+    for member, role_ids in sorted(members.items()):
+        role = asked.sees(role_ids, member)
+        if role is None:
+            blind.add(member)
+        elif member in users.logins:
+            allow.append(asked.user(member, f"member, role {role.name}"))
+    return allow, members, blind
 
 
 @dataclass(frozen=True)

@@ -83,30 +83,45 @@ def normal_token(text: str) -> str:
     if not value or len(value) > MAX_TOKEN_CHARS or _CONTROL.search(value):
         raise AccessError(f"{text[:80]!r}: an empty, too long or unprintable value")
     if namespace in ("uid", "gid"):
-        if not (value.isascii() and value.isdigit()):  # "²" is a digit int() refuses, "١" one it reads
-            raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
-        return f"{namespace}:{int(value)}"
-    if namespace == "sid":  # S-1-5-21-...: as Windows writes it, without leading zeros
-        numbers = [int(part) for part in value.split("-")[1:]] if _SID.fullmatch(value) else []
-        # the authority is 48 bits, each sub-authority 32: a SID's binary form must exist
-        if not numbers or numbers[1] >= 1 << 48 or any(number >= 1 << 32 for number in numbers[2:]):
-            raise AccessError(f"{text[:80]!r}: sid takes a security identifier such as S-1-5-21-1-2-3-1105")
-        return "sid:S-" + "-".join(str(number) for number in numbers)
+        return _numbered(text, namespace, value)
+    if namespace == "sid":
+        return _sid(text, value)
     value = value.lower()
     if namespace == "member" and "=" not in value:
         raise AccessError(f"{text[:80]!r}: member takes a group's DN")
     if namespace == "direct":
-        if raw != text or not _DIRECT.fullmatch(value):  # strict: " finance" is not finance to a server
-            raise AccessError(
-                f"{text[:80]!r}: direct takes [=]attribute[/objectClass]:cn, such as memberuid/posixgroup:finance,"
-                " no blank around the cn"
-            )
-        return f"direct:{value}"
+        return _direct(raw, text, value)
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
     elif namespace == "user":
         value = value.rsplit("\\", 1)[-1].split("@", 1)[0] or value
     return f"{namespace}:{value}"
+
+
+def _numbered(text: str, namespace: str, value: str) -> str:
+    """A ``uid:`` or ``gid:`` token: a number, without leading zeros."""
+    if not (value.isascii() and value.isdigit()):  # "²" is a digit int() refuses, "١" one it reads
+        raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
+    return f"{namespace}:{int(value)}"
+
+
+def _sid(text: str, value: str) -> str:
+    """A ``sid:`` token: S-1-5-21-... as Windows writes it, without leading zeros."""
+    numbers = [int(part) for part in value.split("-")[1:]] if _SID.fullmatch(value) else []
+    # the authority is 48 bits, each sub-authority 32: a SID's binary form must exist
+    if not numbers or numbers[1] >= 1 << 48 or any(number >= 1 << 32 for number in numbers[2:]):
+        raise AccessError(f"{text[:80]!r}: sid takes a security identifier such as S-1-5-21-1-2-3-1105")
+    return "sid:S-" + "-".join(str(number) for number in numbers)
+
+
+def _direct(raw: str, text: str, value: str) -> str:
+    """A ``direct:`` token, strictly: " finance" is not finance to a server."""
+    if raw != text or not _DIRECT.fullmatch(value):
+        raise AccessError(
+            f"{text[:80]!r}: direct takes [=]attribute[/objectClass]:cn, such as memberuid/posixgroup:finance,"
+            " no blank around the cn"
+        )
+    return f"direct:{value}"
 
 
 def direct_token(attribute: str, group_class: str | None, cn: str, exact: bool = False) -> str:

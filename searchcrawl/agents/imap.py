@@ -79,7 +79,7 @@ import re
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -223,6 +223,74 @@ class Unmappable(Exception):
     """An access list entry whose meaning as tokens is not certain: the folder is shown to no one."""
 
 
+@dataclass
+class _FolderGrants:
+    """What a folder's entries grant and deny, as ``folder_access`` reads them, entry by entry."""
+
+    options: ImapOptions
+    owner: str | None
+    where: str
+    allow: list[Grant] = field(default_factory=list)
+    deny: list[Grant] = field(default_factory=list)
+    late: list[Grant] = field(default_factory=list)  # denies that a user's or group's own grant overrides
+    overriding: list[Grant] = field(default_factory=list)
+    owner_listed: bool = False
+
+    def entry(self, identifier: str, rights: str) -> None:
+        """One entry (raises Unmappable when its meaning is not certain)."""
+        options, owner = self.options, self.owner
+        name, negative, global_entry = _identifier(identifier)
+        if name.startswith("!"):  # Dovecot's group-override (even one taking rights away) beats user entries
+            raise Unmappable(f"{identifier} {rights}: a group-override, which tokens cannot say")
+        if name == options.username:
+            # the crawl's own account is nobody's reader; an entry that denies it or does not let it
+            # read may be Dovecot's rewriting of "owner" for another login: not certain
+            if negative or "r" not in rights:
+                raise Unmappable(f"{identifier} {rights}: an entry of the crawl's own account that does not read")
+            return
+        if owner is not None and name in ("owner", owner):
+            self.owner_listed = self.owner_listed or not negative
+        origin = f"IMAP ACL of {self.where}: {identifier} {rights}"
+        if "r" not in rights:
+            taken = None if negative else _without_read(name, global_entry, options, owner)
+            if taken is not None:
+                logger.debug("imap: %s: %s %s takes reading from %s", self.where, identifier, rights, taken[0])
+                (self.late if taken[1] else self.deny).append(Grant.of(taken[0], origin))
+            return
+        if global_entry and owner is not None and not negative and name not in ("owner", owner):
+            logger.debug(
+                "imap: %s: the global entry %s %s grants %s's own view of the folder only: left out",
+                self.where,
+                identifier,
+                rights,
+                owner,
+            )
+            return
+        self.reads(name, negative, origin, f"{identifier} {rights}")
+
+    def reads(self, name: str, negative: bool, origin: str, entry: str) -> None:
+        """An entry with ``r``: its token reads (or, negative, is denied)."""
+        token = _entry_token(name, self.options, self.owner)
+        if token is None:
+            if negative:  # a deny that cannot be written would show what it hides
+                raise Unmappable(f"{entry}: a negative right of no token (authenticated_token is not set)")
+            logger.debug("imap: %s: %r reads, and is no one's token (authenticated_token is not set): left out", self.where, name)
+            return
+        grant = Grant.of(token, origin)
+        (self.deny if negative else self.allow).append(grant)
+        if not negative and name not in ("anyone", "anonymous", "authenticated"):
+            self.overriding.append(grant)
+
+    def owners_own(self) -> None:
+        """The owner of a mailbox reads its folders unless an entry of theirs says otherwise."""
+        if self.owner is not None and not self.owner_listed:
+            grant = Grant.of(
+                self.options.user_token.replace("{id}", self.owner), f"IMAP: {self.where} is {self.owner}'s own mailbox"
+            )
+            self.allow.append(grant)
+            self.overriding.append(grant)
+
+
 def folder_access(
     entries: Sequence[tuple[str, str]], options: ImapOptions, owner: str | None, where: str
 ) -> tuple[Access | None, str | None]:
@@ -240,59 +308,16 @@ def folder_access(
     global file's patterns against the name each reader sees, and the crawl, logged in for the
     owner, sees the owner's (``Reports``), never the one others see (``shared/bob/Reports``),
     which may match no pattern. What they take away is kept (fail closed)."""
-    allow: list[Grant] = []
-    deny: list[Grant] = []
-    late: list[Grant] = []  # denies that a user's or group's own grant overrides
-    overriding: list[Grant] = []
-    owner_listed = False
+    found = _FolderGrants(options, owner, where)
     try:
         for identifier, rights in entries:
-            name, negative, global_entry = _identifier(identifier)
-            if name.startswith("!"):  # Dovecot's group-override (even one taking rights away) beats user entries
-                raise Unmappable(f"{identifier} {rights}: a group-override, which tokens cannot say")
-            if name == options.username:
-                # the crawl's own account is nobody's reader; an entry that denies it or does not let it
-                # read may be Dovecot's rewriting of "owner" for another login: not certain
-                if negative or "r" not in rights:
-                    raise Unmappable(f"{identifier} {rights}: an entry of the crawl's own account that does not read")
-                continue
-            if owner is not None and name in ("owner", owner):
-                owner_listed = owner_listed or not negative
-            origin = f"IMAP ACL of {where}: {identifier} {rights}"
-            if "r" not in rights:
-                taken = None if negative else _without_read(name, global_entry, options, owner)
-                if taken is not None:
-                    logger.debug("imap: %s: %s %s takes reading from %s", where, identifier, rights, taken[0])
-                    (late if taken[1] else deny).append(Grant.of(taken[0], origin))
-                continue
-            if global_entry and owner is not None and not negative and name not in ("owner", owner):
-                logger.debug(
-                    "imap: %s: the global entry %s %s grants %s's own view of the folder only: left out",
-                    where,
-                    identifier,
-                    rights,
-                    owner,
-                )
-                continue
-            token = _entry_token(name, options, owner)
-            if token is None:
-                if negative:  # a deny that cannot be written would show what it hides
-                    raise Unmappable(f"{identifier} {rights}: a negative right of no token (authenticated_token is not set)")
-                logger.debug("imap: %s: %r reads, and is no one's token (authenticated_token is not set): left out", where, name)
-                continue
-            grant = Grant.of(token, origin)
-            (deny if negative else allow).append(grant)
-            if not negative and name not in ("anyone", "anonymous", "authenticated"):
-                overriding.append(grant)
-        if owner is not None and not owner_listed:
-            grant = Grant.of(options.user_token.replace("{id}", owner), f"IMAP: {where} is {owner}'s own mailbox")
-            allow.append(grant)
-            overriding.append(grant)
+            found.entry(identifier, rights)
+        found.owners_own()
     except (AccessError, Unmappable) as error:
         return None, f"the IMAP access list of {where} holds an entry that is no token ({error})"
-    access = Access.of(allow, deny, name=f"IMAP folder {where}")
-    if late:
-        access = replace(access, late_deny=unique_grants(late), overriding=unique_grants(overriding))
+    access = Access.of(found.allow, found.deny, name=f"IMAP folder {where}")
+    if found.late:
+        access = replace(access, late_deny=unique_grants(found.late), overriding=unique_grants(found.overriding))
     return access, None
 
 
@@ -468,14 +493,7 @@ def skeleton(
         part["Content-Type"] = "text/plain"
         return part
     if isinstance(structure[0], list | tuple):  # multipart: [parts...] subtype params disposition ...
-        children: list[Any] = []
-        rest = list(structure)
-        while rest and isinstance(rest[0], list | tuple) and len(children) <= MAX_PARTS:
-            head = rest.pop(0)
-            if isinstance(head, list):
-                children.extend(head[:MAX_PARTS])
-            else:
-                children.append(head)
+        children, rest = _parts_of(structure)
         subtype = _text(rest[0]) if rest else "mixed"
         part["Content-Type"] = f"multipart/{subtype or 'mixed'}"
         prefix = f"{section}." if section else ""
@@ -494,6 +512,20 @@ def skeleton(
         part["Content-Disposition"] = kind + _parameters(parameters)
     part.set_payload("")
     return part
+
+
+def _parts_of(structure: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """A multipart BODYSTRUCTURE's parts (some servers send them as one list; at most MAX_PARTS,
+    and a few more for the caller to cut), and what follows them (subtype, parameters, ...)."""
+    children: list[Any] = []
+    rest = list(structure)
+    while rest and isinstance(rest[0], list | tuple) and len(children) <= MAX_PARTS:
+        head = rest.pop(0)
+        if isinstance(head, list):
+            children.extend(head[:MAX_PARTS])
+        else:
+            children.append(head)
+    return children, rest
 
 
 def _disposition(structure: Sequence[Any], maintype: str, subtype: str) -> tuple[str, Any] | None:

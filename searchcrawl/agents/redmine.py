@@ -211,17 +211,7 @@ class RedmineAgent(Agent):
         logins = {uid: str(u["login"]) for uid, u in users.items() if own_token(self.redmine.user_token, u.get("login"))}
         active = frozenset(uid for uid, u in users.items() if u["status"] == "1")
         admins = frozenset(uid for uid in active if users[uid].get("admin") is True)
-        groups: dict[int, frozenset[int]] = {}
-        builtin: dict[int, str] = {}
-        for group in self._pages("groups.json", "groups", {"builtin": "1"}):
-            if not _has_id(group):
-                continue
-            if group.get("builtin"):
-                builtin[group["id"]] = str(group["builtin"])
-                continue
-            detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group")
-            members = detail.get("users") if isinstance(detail, dict) else None
-            groups[group["id"]] = frozenset(u["id"] for u in members or () if _has_id(u))
+        groups, builtin = self._groups()
         directory = RedmineUsers(logins, active, admins, frozenset(users), groups)
         non_member, anonymous = self._builtin_roles()
         roles = self._roles(non_member, anonymous)
@@ -234,6 +224,21 @@ class RedmineAgent(Agent):
         if missing:
             raise AgentError(f"{self.http.where} has no project {sorted(missing)[0]!r} with issue tracking for the crawl")
         return RedmineState(directory, roles, projects, self._anonymous_open())
+
+    def _groups(self) -> tuple[dict[int, frozenset[int]], dict[int, str]]:
+        """Redmine's groups with their members, and its built-in groups (non-members, anonymous) by kind."""
+        groups: dict[int, frozenset[int]] = {}
+        builtin: dict[int, str] = {}
+        for group in self._pages("groups.json", "groups", {"builtin": "1"}):
+            if not _has_id(group):
+                continue
+            if group.get("builtin"):
+                builtin[group["id"]] = str(group["builtin"])
+                continue
+            detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group")
+            members = detail.get("users") if isinstance(detail, dict) else None
+            groups[group["id"]] = frozenset(u["id"] for u in members or () if _has_id(u))
+        return groups, builtin
 
     def _anonymous_open(self) -> bool:
         """Whether Redmine lets anonymous users in (its login_required off): asked without the
@@ -254,10 +259,25 @@ class RedmineAgent(Agent):
         if "issue_tracking" not in modules or self.redmine.projects and identifier not in self.redmine.projects:
             logger.debug("redmine: project %s not crawled (not named, or no issue tracking)", identifier[:100])
             return None
+        members, overrides = self._memberships(item["id"], identifier, builtin)
+        return RedmineProject(
+            item["id"],
+            identifier,
+            item.get("is_public") is True,
+            members,
+            overrides.get("non_member", (non_member,)),
+            overrides.get("anonymous", (anonymous,)),
+        )
+
+    def _memberships(
+        self, project_id: int, identifier: str, builtin: dict[int, str]
+    ) -> tuple[dict[int, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+        """A project's members with their roles, and the roles it gives the built-in groups
+        (non-members, anonymous) instead of Redmine's defaults."""
         members: dict[int, tuple[int, ...]] = {}
         overrides: dict[str, tuple[int, ...]] = {}
         what = f"the members of {identifier}"
-        for membership in self._pages(f"projects/{item['id']}/memberships.json", "memberships", {}, what):
+        for membership in self._pages(f"projects/{project_id}/memberships.json", "memberships", {}, what):
             role_ids = tuple(r["id"] for r in membership.get("roles") or () if _has_id(r))
             # a membership names its principal under the principal's kind: user, group,
             # group_non_member, group_anonymous (the built-in groups a project gives roles to)
@@ -273,14 +293,7 @@ class RedmineAgent(Agent):
                 raise AgentError(
                     f"{self.http.where}: a membership of {identifier} names a {kind[:40]!r}, which the crawl does not know"
                 )
-        return RedmineProject(
-            item["id"],
-            identifier,
-            item.get("is_public") is True,
-            members,
-            overrides.get("non_member", (non_member,)),
-            overrides.get("anonymous", (anonymous,)),
-        )
+        return members, overrides
 
     def _builtin_roles(self) -> tuple[int, int]:
         """The ids of the Non member and Anonymous roles: the two built-in roles of the roles'

@@ -21,7 +21,7 @@ from searchcrawl.commands import hint_program
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.launchers import scrapy_command
 from searchcrawl.search.query import matching
 from searchcrawl.search.searcher import TrimmedIndex

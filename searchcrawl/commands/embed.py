@@ -16,7 +16,7 @@ import time
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.semantic.embedders import DimensionMismatch, checked, embedder_from
 from searchcrawl.semantic.passage_index import PassageIndex
 from searchcrawl.system import paths
@@ -37,6 +37,24 @@ class Command(ScrapyCommand):
         parser.add_argument("--status", action="store_true", help="count the documents waiting, embed nothing")
         parser.add_argument("--no-retire", dest="retire", action="store_false", help="keep other models' passages")
         parser.add_argument("--seconds", type=float, default=0, help="stop after this long (0: no limit)")
+
+    def embed(self, passages: PassageIndex, source: str | None, status_only: bool, deadline: float | None) -> None:
+        """One source's documents without passages of the model (all sources': None), said, then
+        embedded (unless ``status_only``) until ``deadline``."""
+        model = passages.embedder.model_id
+        waiting = passages.pending(source)
+        print(f"{source or 'all sources'}: {waiting} documents without passages of {model}")
+        if status_only or not waiting:
+            return
+        result = passages.sync(source, deadline=deadline)
+        print(
+            f"{source or 'all sources'}: {result.documents} documents done in {result.seconds:.1f} s:"
+            f" {result.embedded} passages embedded ({result.embedded / max(result.seconds, 1e-9):.0f} a second),"
+            f" {result.reused} kept their vectors, {result.updated} updated in place, {result.deleted} deleted"
+        )
+        if result.error:
+            print(f"searchcrawl: the pass stopped: {result.error}")
+            self.exitcode = 1
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
@@ -62,19 +80,7 @@ class Command(ScrapyCommand):
         try:
             sources: list[str | None] = list(args) or [None]
             for source in sources:
-                waiting = passages.pending(source)
-                print(f"{source or 'all sources'}: {waiting} documents without passages of {embedder.model_id}")
-                if opts.status or not waiting:
-                    continue
-                result = passages.sync(source, deadline=deadline)
-                print(
-                    f"{source or 'all sources'}: {result.documents} documents done in {result.seconds:.1f} s:"
-                    f" {result.embedded} passages embedded ({result.embedded / max(result.seconds, 1e-9):.0f} a second),"
-                    f" {result.reused} kept their vectors, {result.updated} updated in place, {result.deleted} deleted"
-                )
-                if result.error:
-                    print(f"searchcrawl: the pass stopped: {result.error}")
-                    self.exitcode = 1
+                self.embed(passages, source, opts.status, deadline)
             if opts.retire and not opts.status and not args and not self.exitcode:
                 retired = passages.retire_others()
                 if retired:

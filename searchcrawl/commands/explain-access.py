@@ -20,7 +20,7 @@ from searchcrawl.access.directory import directory_of
 from searchcrawl.access.explanation import URL_WANTED, access_lines, explainable_url
 from searchcrawl.commands import open_database
 from searchcrawl.commands.search import principals_of
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.store import DocumentTable, SchemaOutdated
 from searchcrawl.system import paths

@@ -18,7 +18,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands.search import principals_of
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.answer_explanation import explain_answer
 from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config

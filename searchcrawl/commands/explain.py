@@ -38,7 +38,7 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from scrapy.http import TextResponse
+from scrapy.http import Response, TextResponse
 from scrapy.settings import BaseSettings
 
 from searchcrawl.commands import is_setup_error, on_failure
@@ -368,17 +368,9 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
     content regions keep and drop (``region_lines``)."""
     spider = crawler.spider
     assert isinstance(spider, SourceSpider)
-    request = spider.requests(Entry(url, depth))
-    request.meta.update({ADMITTED: url, KNOWN: None, DONT_RETRY: True})
-    if leaves_boundary:  # the target of a temporary redirect the redirect policy lets out
-        request.meta[LEAVES_BOUNDARY] = url
-    try:
-        response = await crawler.engine.download_async(request)
-    except RequestRefused as refused:
-        return [f"page:          not fetched: {code_name(refused.status)}: {refused.reason}"]
-    except Exception as exc:  # unreachable, a timeout, too large, ...: as the crawl's row would say
-        status = getattr(exc, "status", None) or status_for_exception(exc, proxied=bool(request.meta.get(PROXY)))
-        return [f"page:          not fetched: {code_name(status)}: {describe_failure(exc)}"]
+    response = await _fetched(crawler, spider, url, depth, leaves_boundary)
+    if isinstance(response, str):
+        return [f"page:          not fetched: {response}"]
     mimetype = mimetype_of(fetch_record(response)[1]["content_type"])
     answer = f"page:          HTTP {response.status}, {mimetype or 'no content type'}, {len(response.body)} bytes"
     if response.url != url:
@@ -396,6 +388,28 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
         or looks_binary(response.body)
     ):
         return [f"{answer}: not an HTML page, so no content regions"]
+    return _read_page_lines(spider, response, mimetype, answer)
+
+
+async def _fetched(crawler: Crawler, spider: SourceSpider, url: str, depth: int, leaves_boundary: bool) -> Response | str:
+    """The page's answer, or why it was not fetched (as the crawl's row would say)."""
+    request = spider.requests(Entry(url, depth))
+    request.meta.update({ADMITTED: url, KNOWN: None, DONT_RETRY: True})
+    if leaves_boundary:  # the target of a temporary redirect the redirect policy lets out
+        request.meta[LEAVES_BOUNDARY] = url
+    try:
+        response: Response = await crawler.engine.download_async(request)
+    except RequestRefused as refused:
+        return f"{code_name(refused.status)}: {refused.reason}"
+    except Exception as exc:  # unreachable, a timeout, too large, ...: as the crawl's row would say
+        status = getattr(exc, "status", None) or status_for_exception(exc, proxied=bool(request.meta.get(PROXY)))
+        return f"{code_name(status)}: {describe_failure(exc)}"
+    return response
+
+
+def _read_page_lines(spider: SourceSpider, response: TextResponse, mimetype: str | None, answer: str) -> list[str]:
+    """An HTML page read as the spider reads it: rendered or not, a soft error, a navigation
+    page, noindex, main_text, and what its content regions keep and drop."""
     shell = spider.render_request(response) is not None  # render_js = "auto": an empty shell is rendered
     parsed, truncated = spider.parsed_part(response, mimetype)
     assert isinstance(parsed, TextResponse)  # a text response cut is one still

@@ -33,11 +33,12 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands.search import principals_of, rules_of
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.click_judgments import judged_from_clicks, qrels_text, queries_text
 from searchcrawl.search.evaluation import (
     METRICS,
+    JudgedQuery,
     JudgmentError,
     QueryScore,
     by_kind,
@@ -157,17 +158,7 @@ class Command(ScrapyCommand):
             folder = Path(opts.from_clicks) if opts.from_clicks else paths.judged_dir(self.settings) / "clicks"
             self.write_click_set(folder, opts.days, opts.min_searches)
             return
-        if len(args) != 1:
-            raise UsageError("one source name, or 'all'")
-        if not opts.queries or not opts.judgments:
-            raise UsageError("--queries and --judgments are needed")
-        source = None if args[0] == "all" else args[0]
-        try:
-            queries = read_queries(read_text(opts.queries, "query file"), opts.queries)
-            judgments = read_qrels(read_text(opts.judgments, "judgments"), opts.judgments)
-            saved = read_run(read_text(opts.compare, "run"), opts.compare) if opts.compare else None
-        except JudgmentError as exc:
-            raise UsageError(str(exc)) from None
+        source, queries, judgments, saved = judged_inputs(args, opts)
         principals = principals_of(self.settings, opts.user)
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
@@ -209,6 +200,24 @@ class Command(ScrapyCommand):
             print()
             for line in comparison_lines(other_scores, scores, other_name, opts.ranking):
                 print(line)
+
+
+def judged_inputs(
+    args: list[str], opts: argparse.Namespace
+) -> tuple[str | None, list[JudgedQuery], dict[str, dict[str, int]], dict[str, list[str]] | None]:
+    """The source (None: all), the judged queries, their judgments and a saved run to compare
+    with (None), read from the command line's files; a usage error says what is wrong."""
+    if len(args) != 1:
+        raise UsageError("one source name, or 'all'")
+    if not opts.queries or not opts.judgments:
+        raise UsageError("--queries and --judgments are needed")
+    try:
+        queries = read_queries(read_text(opts.queries, "query file"), opts.queries)
+        judgments = read_qrels(read_text(opts.judgments, "judgments"), opts.judgments)
+        saved = read_run(read_text(opts.compare, "run"), opts.compare) if opts.compare else None
+    except JudgmentError as exc:
+        raise UsageError(str(exc)) from None
+    return None if args[0] == "all" else args[0], queries, judgments, saved
 
 
 def as_json(

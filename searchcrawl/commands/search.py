@@ -28,7 +28,7 @@ from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Boost, Rules
 from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits

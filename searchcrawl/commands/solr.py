@@ -2,7 +2,7 @@
 and dev/solr_runner.py), standalone or as a local SolrCloud; `scrapy solr collection NAME`: a SolrCloud
 collection for the crawlers (configset upload + Collections API, see solrcloud.py);
 `scrapy solr migrate-ids [source ...]`: documents indexed by an earlier searchcrawl (id = URL)
-get their per-source id (``<source>!<url>``) in SOLR_URL (see indexer.migrate_ids)."""
+get their per-source id (``<source>!<url>``) in SOLR_URL (see index/id_migration.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands import hint_program, open_database
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
-from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
+from searchcrawl.index.id_migration import migrate_ids
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.store import DocumentTable
 from searchcrawl.system import paths
 

@@ -23,7 +23,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.daily_summary import (
     build_summary,
     send_problems,

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
@@ -33,6 +33,10 @@ from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config, retrieval_config
 from searchcrawl.system import paths, secrets
+
+if TYPE_CHECKING:  # the web application is imported when the command runs
+    from searchcrawl.web.app import WebConfig
+    from searchcrawl.web.roles import RoleMap
 
 logger = logging.getLogger(__name__)
 METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics_endpoint.py's TOKEN (not imported: loaded by every command)
@@ -217,7 +221,6 @@ class Command(ScrapyCommand):
         import uvicorn
 
         from searchcrawl.web.app import WebConfig, create_app
-        from searchcrawl.web.roles import ROLE_SETTINGS, RoleError, RoleMap, principal_list
 
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
@@ -253,10 +256,7 @@ class Command(ScrapyCommand):
         project_cfg = closest_scrapy_cfg()
         proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
         directory = directory_of(settings)
-        try:
-            roles = RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
-        except RoleError as exc:
-            raise UsageError(str(exc)) from None
+        roles = _roles(settings)
         oidc, saml, kerberos = oidc_config(settings), saml_config(settings), kerberos_config(settings)
         if roles.any and directory is None and oidc is None and saml is None and kerberos is None:
             logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
@@ -312,15 +312,31 @@ class Command(ScrapyCommand):
             local_seeds=settings.getbool("SEARCHCRAWL_WEB_LOCAL_SEEDS"),
             settings=settings.copy_to_dict(),
         )
-        if config.credentials is None and not (roles.any and directory is not None):
-            logger.warning(
-                "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE), or roles"
-                " for directory users (SEARCHCRAWL_WEB_ADMINISTRATORS, ...), to enable them"
-            )
-        if directory is None:
-            logger.info("Search sign-in is off (no SEARCHCRAWL_LDAP_URL): searchers see public documents only")
-        if config.user_header:
-            logger.info("Searchers known by the %s header from %s", config.user_header, ", ".join(proxies))
+        _say_what_is_off(config)
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
         # forwarded headers are the application's to read (trusted_proxies)
         uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, proxy_headers=False)
+
+
+def _roles(settings: BaseSettings) -> RoleMap:
+    """The administration roles of the settings (web/roles.py ``RoleMap``); a usage error when one is wrong."""
+    from searchcrawl.web.roles import ROLE_SETTINGS, RoleError, RoleMap, principal_list
+
+    try:
+        return RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
+    except RoleError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _say_what_is_off(config: WebConfig) -> None:
+    """At start-up, in the log: the administration pages off (no password, no roles with a
+    directory), search sign-in off, and the header searchers are known by."""
+    if config.credentials is None and not (config.roles.any and config.directory is not None):
+        logger.warning(
+            "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE), or roles"
+            " for directory users (SEARCHCRAWL_WEB_ADMINISTRATORS, ...), to enable them"
+        )
+    if config.directory is None:
+        logger.info("Search sign-in is off (no SEARCHCRAWL_LDAP_URL): searchers see public documents only")
+    if config.user_header:
+        logger.info("Searchers known by the %s header from %s", config.user_header, ", ".join(config.proxies))

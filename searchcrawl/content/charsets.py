@@ -106,17 +106,29 @@ def choose_encoding(content_type: str | None, body: bytes, default: str | None) 
         return None
     sample, whole = _sample(body)
     valid, invalid = _utf8_counts(sample, whole)
-    if declared is None:  # UTF-8 when its bytes say so, whatever default_charset says
-        if valid >= invalid and (valid or not default):
-            # no default and all valid: Scrapy's own strict UTF-8 detection says the same
-            return None if invalid == 0 and whole and not default else "utf-8"
-        return _name(default) if default else None  # else Scrapy: strict UTF-8, then a guess
+    if declared is None:
+        return _undeclared(valid, invalid, whole, default)
     if declared in SINGLE_BYTE_WESTERN:
         return "utf-8" if valid > invalid else None  # UTF-8 bytes labelled Latin-1
     if invalid > valid:  # labelled UTF-8 but mostly is not
-        fallback = _name(default) or "cp1252"
-        if fallback != "utf-8" and _replaced(sample.decode(fallback, "replace"), sample) < invalid:
-            return fallback
+        return _not_utf8(sample, invalid, default)
+    return None
+
+
+def _undeclared(valid: int, invalid: int, whole: bool, default: str | None) -> str | None:
+    """A page that declares no encoding: UTF-8 when its bytes say so, whatever default_charset says."""
+    if valid >= invalid and (valid or not default):
+        # no default and all valid: Scrapy's own strict UTF-8 detection says the same
+        return None if invalid == 0 and whole and not default else "utf-8"
+    return _name(default) if default else None  # else Scrapy: strict UTF-8, then a guess
+
+
+def _not_utf8(sample: bytes, invalid: int, default: str | None) -> str | None:
+    """A page labelled UTF-8 whose bytes mostly are not: the default charset (else cp1252) when it
+    reads the sample with fewer replacements; None: Scrapy decides."""
+    fallback = _name(default) or "cp1252"
+    if fallback != "utf-8" and _replaced(sample.decode(fallback, "replace"), sample) < invalid:
+        return fallback
     return None
 
 

@@ -1,21 +1,47 @@
-"""Items that flow from the source spider through the pipelines."""
+"""Items that flow from the source spider through the pipelines.
+
+The order of ``ITEM_PIPELINES`` is a contract: each stage reads what the spider or an earlier
+stage gave the item, and adds its own result. What each reads and gives is stated once, in
+tests/crawl/pipelines/test_stages.py, and read there from the pipelines' code."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.content.regions import RegionText
 
 
+@dataclass(frozen=True)
+class ConvertedDocument:
+    """What the attributes stage (AttributesPipeline) made of a fetched document, read and never
+    changed by the stages after it: the Solr document of its attributes (display URL included),
+    what its checksum is taken over (the source's ``checksum_of``: its title and text, its main
+    text, or a file's bytes), its display URL, and whether its language is to be detected
+    (nothing declared one, and the source detects it: LanguagePipeline does, once the document
+    is known to be indexed)."""
+
+    fields: Mapping[str, Any]
+    checksum_basis: str | bytes
+    display_url: str
+    detect_language: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))  # read-only, a copy of its own
+
+
 @dataclass
 class CrawledDocument:
     """A fetched document on its way to the index.
 
-    The spider fills what it saw on the wire; the pipelines add ``fields`` (the Solr document:
-    attributes, then checksum) and cache it. ``tree`` is the parsed HTML, shared with the link
-    extraction so that a page is parsed once; it never leaves the process.
+    The spider fills what it saw on the wire; the attributes stage gives it ``converted`` (a
+    frozen ConvertedDocument), the checksum stage its Solr document ``fields`` (the converted
+    fields with the checksum and access), which the language stage completes and the cache
+    writer caches. ``tree`` is the parsed HTML, shared with the link extraction so that a page is
+    parsed once; it never leaves the process.
     """
 
     source: str
@@ -26,17 +52,14 @@ class CrawledDocument:
     region_text: RegionText | None = None  # the tree's text by the source's regions, when the spider read it already
     text: str | None = None
     body: bytes | None = None  # a document to convert (PDF, office, ...), or the raw body for checksum_of = "raw"
-    checksum_basis: str | bytes = ""  # what the checksum is taken over (source's checksum_of)
-    fields: dict[str, Any] = field(default_factory=dict)
+    converted: ConvertedDocument | None = None  # the attributes stage's result
+    fields: dict[str, Any] = field(default_factory=dict)  # the Solr document (or an access update's)
     previous: dict[str, Any] | None = None  # what the index holds for this URL (maintenance crawls)
     canonical_url: str | None = None  # the page's rel=canonical target
     # What the fetch learned (content type and length, validators, how it was fetched, the
     # temporary redirect that led here from outside the boundary): written with its outcome.
     record: dict[str, Any] = field(default_factory=dict)
     note: str | None = None  # the reason kept with its row when indexed (e.g. "truncated: ...")
-    # nothing declared its language and the source detects it: LanguagePipeline does, once the
-    # document is known to be indexed (not unchanged, not a duplicate)
-    detect_language: bool = False
     # What a source's agent knows of it (searchcrawl/agents/base.py Reference): Solr fields that
     # win over extraction, and named values the source's ``attributes`` mapping may map
     given: dict[str, Any] = field(default_factory=dict)

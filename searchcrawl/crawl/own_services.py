@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService, OwnServices, ip_of
 from searchcrawl.semantic.embedders import DimensionMismatch, ModelSpec
 

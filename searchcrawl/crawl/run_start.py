@@ -24,7 +24,7 @@ from typing import Any
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.run import CrawlArguments, Run
-from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
+from searchcrawl.index.solr_client import IndexingError, SolrIndex, found_documents
 from searchcrawl.rules.maintenance import INDEXING_RULES, recrawl_reasons, settings_fingerprint
 from searchcrawl.rules.navigation_pages import effective_patterns
 from searchcrawl.store import DocumentTable

@@ -27,7 +27,7 @@ open. Not sent when the process takes no run (it then crawls nothing)."""
 
 solr_pushed = object()
 """``solr_pushed(seconds, result)``: a push of the document cache to Solr ended (a
-``searchcrawl.index.indexer.PushResult``), after ``seconds``; sent by the Solr pipeline
+``searchcrawl.index.push.PushResult``), after ``seconds``; sent by the Solr pipeline
 (pipelines/solr_push.py) for each push it made itself (not one skipped while another process
 pushed). The crawl's metrics (extensions/crawl_metrics.py) observe its latency."""
 

@@ -17,7 +17,7 @@ and none of its records is still waiting for Solr.
 The cache is keyed by URL, like the document table, not by the document's Solr id (which is
 ``<source>!<url>``, see ``extract.solr_id``): a record's header names its ``url`` field. Spools
 written by earlier versions, whose documents had the URL as their id, have the same headers;
-the push gives their documents the current id (``indexer.push_pending``).
+the push gives their documents the current id (``push.push_pending``).
 
 The document table says which documents are pending, with which checksum, and which cache holds
 them (``cached_by``, this cache's ``id``). A push takes, for each, the newest record with that

@@ -22,7 +22,7 @@ import logging
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 
 logger = logging.getLogger(__name__)
 

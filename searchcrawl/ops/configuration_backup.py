@@ -475,6 +475,36 @@ def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _occupied(parsed: Parsed, database: Database, sources_dir: Path | None) -> list[str]:
+    """Why this installation cannot take the backup: no sources folder for its files, or not
+    empty (source files, relevance rules, API tokens; a file of the backup there already)."""
+    found: list[str] = []
+    if sources_dir is None:
+        if parsed.files:
+            found.append(_("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR"))
+    elif sources_dir.is_dir() and any(sources_dir.glob("*.toml")):
+        found.append(
+            _(
+                "the installation is not empty: %(folder)s holds source files (a backup is restored into an empty one)",
+                folder=sources_dir,
+            )
+        )
+    if RelevanceStore(database).count():
+        found.append(_("the installation is not empty: it has relevance rules"))
+    if ApiTokens(database).count():
+        found.append(_("the installation is not empty: it has API tokens"))
+    if sources_dir is not None:
+        for files in parsed.files.values():
+            for file_name in files:
+                if not safe_file_name(file_name):
+                    continue
+                target = sources_dir / file_name
+                blocked = [parent for parent in target.parents if parent != sources_dir and sources_dir in parent.parents]
+                if target.exists() or target.is_symlink() or any(p.exists() and not p.is_dir() for p in blocked):
+                    found.append(_("%(file)s is in the sources folder already (a restore replaces no file)", file=file_name))
+    return found
+
+
 def plan_restore(
     backup: Mapping[str, Any],
     database: Database,
@@ -491,29 +521,7 @@ def plan_restore(
     parsed = parse_backup(backup, problems)
     plan = RestorePlan(parsed, problems=problems)
     loaded = _checked_sources(plan, refusal, trusted)
-    if sources_dir is None:
-        if parsed.files:
-            problems.append(_("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR"))
-    elif sources_dir.is_dir() and any(sources_dir.glob("*.toml")):
-        problems.append(
-            _(
-                "the installation is not empty: %(folder)s holds source files (a backup is restored into an empty one)",
-                folder=sources_dir,
-            )
-        )
-    if RelevanceStore(database).count():
-        problems.append(_("the installation is not empty: it has relevance rules"))
-    if ApiTokens(database).count():
-        problems.append(_("the installation is not empty: it has API tokens"))
-    if sources_dir is not None:
-        for files in parsed.files.values():
-            for file_name in files:
-                if not safe_file_name(file_name):
-                    continue
-                target = sources_dir / file_name
-                blocked = [parent for parent in target.parents if parent != sources_dir and sources_dir in parent.parents]
-                if target.exists() or target.is_symlink() or any(p.exists() and not p.is_dir() for p in blocked):
-                    problems.append(_("%(file)s is in the sources folder already (a restore replaces no file)", file=file_name))
+    problems += _occupied(parsed, database, sources_dir)
     try:
         described = _validated_sources(loaded, sources_dir, problems)
         plan.sources, plan.shown_sources = [english for english, _shown in described], [shown for _english, shown in described]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.notifier import Notifier
 from searchcrawl.ops.stalls import Stall
 from searchcrawl.rules.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text
@@ -118,6 +118,37 @@ def _run_row(row: Any) -> dict[str, Any]:
     }
 
 
+def _add_run(source: SourceDay, row: Mapping[str, Any], statuses: Mapping[int, int], latest: bool) -> None:
+    """One run of the period added to its source's day: its changes and failures; for the
+    source's latest run, what waits (deletions held, a run suspended or running)."""
+    counters = json.loads(row["counters"] or "{}")
+    delta = counters.get("delta") if isinstance(counters, dict) else None
+    if isinstance(delta, dict):
+        for kind, number in delta.items():
+            if isinstance(number, int):
+                source.changes[kind] = source.changes.get(kind, 0) + number
+    for code, number in failure_statuses(statuses).items():
+        key = status_text(code)
+        source.failures[key] = source.failures.get(key, 0) + number
+    if latest:
+        held = delta.get("held", 0) if isinstance(delta, dict) else 0
+        # in the current language: the page's (built for a page); English for the mail and its JSON
+        if held:
+            source.waits.append(
+                ngettext(
+                    "%(num)s deletion held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
+                    "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
+                    held,
+                    run=row["id"],
+                    source=row["source"],
+                )
+            )
+        if row["state"] == RunState.SUSPENDED:
+            source.waits.append(_("run %(run)s is suspended: the next crawl resumes it", run=row["id"]))
+        elif row["state"] == RunState.RUNNING:
+            source.waits.append(_("run %(run)s is running", run=row["id"]))
+
+
 def build_summary(
     database: Database,
     now: datetime,
@@ -136,32 +167,7 @@ def build_summary(
     for row in reversed(rows):
         source = by_source.setdefault(row["source"], SourceDay(row["source"]))
         source.runs.append(_run_row(row))
-        counters = json.loads(row["counters"] or "{}")
-        delta = counters.get("delta") if isinstance(counters, dict) else None
-        if isinstance(delta, dict):
-            for kind, number in delta.items():
-                if isinstance(number, int):
-                    source.changes[kind] = source.changes.get(kind, 0) + number
-        for code, number in failure_statuses(statuses.get(row["id"], {})).items():
-            key = status_text(code)
-            source.failures[key] = source.failures.get(key, 0) + number
-        if row["id"] == latest_ids.get(row["source"]):
-            held = delta.get("held", 0) if isinstance(delta, dict) else 0
-            # in the current language: the page's (built for a page); English for the mail and its JSON
-            if held:
-                source.waits.append(
-                    ngettext(
-                        "%(num)s deletion held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
-                        "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
-                        held,
-                        run=row["id"],
-                        source=row["source"],
-                    )
-                )
-            if row["state"] == RunState.SUSPENDED:
-                source.waits.append(_("run %(run)s is suspended: the next crawl resumes it", run=row["id"]))
-            elif row["state"] == RunState.RUNNING:
-                source.waits.append(_("run %(run)s is running", run=row["id"]))
+        _add_run(source, row, statuses.get(row["id"], {}), row["id"] == latest_ids.get(row["source"]))
     due: list[str] = []
     marks = ScheduleMarks(database)
     for name, schedule in sorted((schedules or {}).items()):
@@ -183,6 +189,22 @@ def build_summary(
     return DailySummary(installation, since, now, sorted(by_source.values(), key=lambda day: day.name), due, failed, truncated)
 
 
+def _source_lines(source: SourceDay, base_url: str) -> list[str]:
+    """A crawled source's lines of the summary's text: its runs (each with its link), its changes
+    and its failures."""
+    lines = []
+    for run in source.runs:
+        link = run_link(base_url, run["id"])
+        lines.append(
+            f"  run {run['id']} ({run['mode'] or 'crawl'}): {run['state']} ({run['reason']})" + (f" {link}" if link else "")
+        )
+    if source.changes:
+        lines.append("  changes:  " + ", ".join(f"{kind} {number}" for kind, number in sorted(source.changes.items())))
+    if source.failures:
+        lines.append("  failures: " + ", ".join(f"{kind}: {number}" for kind, number in source.failures.items()))
+    return lines
+
+
 def summary_message(summary: DailySummary, base_url: str = "") -> Message:
     """The summary as a mail's subject and text, and its JSON."""
     crawled, waiting = summary.crawled, summary.waiting
@@ -196,16 +218,7 @@ def summary_message(summary: DailySummary, base_url: str = "") -> Message:
         lines.append("Changes:  " + ", ".join(f"{kind} {number}" for kind, number in totals.items()))
     lines.append(f"Failures: {failures} URLs" + (f"; {sum(s.failed_runs for s in crawled)} runs failed" if crawled else ""))
     for source in crawled:
-        lines += ["", f"{source.name}:"]
-        for run in source.runs:
-            link = run_link(base_url, run["id"])
-            lines.append(
-                f"  run {run['id']} ({run['mode'] or 'crawl'}): {run['state']} ({run['reason']})" + (f" {link}" if link else "")
-            )
-        if source.changes:
-            lines.append("  changes:  " + ", ".join(f"{kind} {number}" for kind, number in sorted(source.changes.items())))
-        if source.failures:
-            lines.append("  failures: " + ", ".join(f"{kind}: {number}" for kind, number in source.failures.items()))
+        lines += ["", f"{source.name}:", *_source_lines(source, base_url)]
     if waiting:
         lines += ["", "Waiting:"]
         lines += [f"  {source.name}: {wait}" for source in waiting for wait in source.waits]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import requests
 
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.system.resources import package_dir
 
 OK, OFF, MISSING, FAILING = "ok", "off", "missing", "failing"

@@ -266,26 +266,9 @@ def stalls(
     return found
 
 
-def waits_on(
-    check: StallCheck, facts: RunFacts, kind: str, now: datetime, stale_after: float, health: Health | None
-) -> list[str]:
-    """What a stalled run waits on, in words (module docstring: how each is known)."""
-    here = this_host()
+def _gone_leases(check: StallCheck, facts: RunFacts, now: datetime, stale_after: float, here: str) -> list[str]:
+    """The run's URLs leased by processes that are gone, by owner (and when each lease expires)."""
     waits: list[str] = []
-    waiters = check.lock_waiters()
-    if kind == NOT_REPORTING:
-        if facts.gone:
-            waits.append(_("its process is gone (killed or crashed): the next crawl resumes the run"))
-        else:
-            silent = {
-                report.owner
-                for report in facts.reports
-                if report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here)
-            }
-            waits.extend(silent_process(owner, _waiting(waiters, {owner})) for owner in sorted(silent))
-    for report in facts.reports:
-        if kind == NOTHING_FETCHED or not facts.gone:
-            waits.extend(describe_wait(wait, now) for wait in report.waits)
     live = check.live_owners(facts.run_id, now, stale_after, facts.reports)
     for owner, count, expires in check.leases(facts.source, facts.run_id):
         if _owner_gone(owner, live, here):
@@ -310,6 +293,30 @@ def waits_on(
                         owner=holder,
                     )
                 )
+    return waits
+
+
+def waits_on(
+    check: StallCheck, facts: RunFacts, kind: str, now: datetime, stale_after: float, health: Health | None
+) -> list[str]:
+    """What a stalled run waits on, in words (module docstring: how each is known)."""
+    here = this_host()
+    waits: list[str] = []
+    waiters = check.lock_waiters()
+    if kind == NOT_REPORTING:
+        if facts.gone:
+            waits.append(_("its process is gone (killed or crashed): the next crawl resumes the run"))
+        else:
+            silent = {
+                report.owner
+                for report in facts.reports
+                if report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here)
+            }
+            waits.extend(silent_process(owner, _waiting(waiters, {owner})) for owner in sorted(silent))
+    for report in facts.reports:
+        if kind == NOTHING_FETCHED or not facts.gone:
+            waits.extend(describe_wait(wait, now) for wait in report.waits)
+    waits += _gone_leases(check, facts, now, stale_after, here)
     if health is not None and health.solr is False:
         pending = check.pending(facts.source)
         waits.append(

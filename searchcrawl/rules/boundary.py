@@ -652,16 +652,23 @@ class _HostPaths:
         return next(written for read, written in self.include if path.startswith(read)), path
 
 
-def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _HostPaths:
-    fold_case = bool(own and own.case_insensitive) or bool(every and every.case_insensitive)
+def _written_rules(
+    own: PathScope | None, every: PathScope | None, host: str
+) -> tuple[list[tuple[str, str]], tuple[str, ...], str]:
+    """The exclusions of the host and of every host, as (prefix, the host they are written for),
+    and the include prefixes that apply (the host's own, else every host's) with their host."""
     exclude = [(prefix, host) for prefix in own.exclude] if own else []
     exclude += [(prefix, EVERY_HOST) for prefix in every.exclude] if every else []
     if own and own.include:
-        include, include_host = tuple(own.include), host
-    elif every and every.include:
-        include, include_host = tuple(every.include), EVERY_HOST
-    else:
-        include, include_host = (), ""
+        return exclude, tuple(own.include), host
+    if every and every.include:
+        return exclude, tuple(every.include), EVERY_HOST
+    return exclude, (), ""
+
+
+def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _HostPaths:
+    fold_case = bool(own and own.case_insensitive) or bool(every and every.case_insensitive)
+    exclude, include, include_host = _written_rules(own, every, host)
     read_exclude = [(_server_path(prefix, fold_case), prefix, rule_host) for prefix, rule_host in exclude]
     read_include = tuple((_server_path(prefix, fold_case), prefix) for prefix in include)
     folded_include: tuple[str, ...] = ()

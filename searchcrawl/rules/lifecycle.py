@@ -302,42 +302,50 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
     if state is None:
         raise TransitionRefused(f"{event.value} cannot happen to a URL that is {row.state or 'unknown'}")
     searchable = row.state in SEARCHABLE or (row.state == State.PENDING and row.in_solr)
-    status, reason, failures = outcome.status, outcome.reason, 0
     kind = outcome.kind or default_kind(event, outcome.status)
-    delta: Delta | None
-    if event == Event.FAILED and not outcome.counted:
-        failures = row.failures
-    elif event == Event.FAILED:
-        failures = row.failures + 1
-        if row.state in IN_INDEX:
-            if failures >= max_failures:
-                state = State.REMOVING
-                reason = f"{reason} ({failures} consecutive failing crawls)"
-            else:
-                reason = f"{reason} (failing crawl {failures} of {max_failures})"
-    elif event in (Event.INDEXED, Event.REMOVED, Event.HELD):
-        failures = row.failures
-        status = row.status if status is None else status
+    state, status, reason, failures = _counted(row, outcome, state, max_failures)
     leaves = row.state in IN_INDEX and state == State.REMOVING
-    if event == Event.CACHED:  # a forced recrawl's same content is unchanged, though pushed again
-        delta = (
-            (Delta.UNCHANGED if kind == Delta.UNCHANGED or back_unchanged(row, outcome) else Delta.CHANGED)
-            if searchable
-            else Delta.NEW
-        )
-    elif event in (Event.INDEXED, Event.REMOVED, Event.FOUND):
-        delta = None
-    elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
-        delta = kind
-    elif state == State.REMOVING and searchable and not row.entered:
-        delta = Delta.DELETED
-    elif row.state in IN_INDEX and event == Event.FAILED:
-        delta = Delta.FAILED  # still in the index, failing: news in every crawl it fails
-    elif row.state in OUT_OF_INDEX and state in OUT_OF_INDEX and row.status == status:
-        delta = None  # out of the index as before, for the same reason (a 404 removed long ago)
-    else:
-        delta = kind
+    delta = _delta(row, outcome, state, status, kind, searchable)
     return Change(state, status, reason, failures, in_run(row, delta, event), leaves)
+
+
+def _counted(row: Row, outcome: Outcome, state: State, max_failures: int) -> tuple[State, int | None, str | None, int]:
+    """The state, status, reason and consecutive failures after ``outcome``: a counted failure of
+    a URL in the index adds one, and the ``max_failures``-th takes it out; Solr's answers keep the
+    failures and the status the row had; any other outcome ends the failures."""
+    event, status, reason = outcome.event, outcome.status, outcome.reason
+    if event == Event.FAILED and not outcome.counted:
+        return state, status, reason, row.failures
+    if event == Event.FAILED:
+        failures = row.failures + 1
+        if row.state not in IN_INDEX:
+            return state, status, reason, failures
+        if failures >= max_failures:
+            return State.REMOVING, status, f"{reason} ({failures} consecutive failing crawls)", failures
+        return state, status, f"{reason} (failing crawl {failures} of {max_failures})", failures
+    if event in (Event.INDEXED, Event.REMOVED, Event.HELD):
+        return state, row.status if status is None else status, reason, row.failures
+    return state, status, reason, 0
+
+
+def _delta(row: Row, outcome: Outcome, state: State, status: int | None, kind: Delta | None, searchable: bool) -> Delta | None:
+    """What the delta report says of the change (None: nothing new)."""
+    event = outcome.event
+    if event == Event.CACHED:  # a forced recrawl's same content is unchanged, though pushed again
+        if not searchable:
+            return Delta.NEW
+        return Delta.UNCHANGED if kind == Delta.UNCHANGED or back_unchanged(row, outcome) else Delta.CHANGED
+    if event in (Event.INDEXED, Event.REMOVED, Event.FOUND):
+        return None
+    if event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
+        return kind
+    if state == State.REMOVING and searchable and not row.entered:
+        return Delta.DELETED
+    if row.state in IN_INDEX and event == Event.FAILED:
+        return Delta.FAILED  # still in the index, failing: news in every crawl it fails
+    if row.state in OUT_OF_INDEX and state in OUT_OF_INDEX and row.status == status:
+        return None  # out of the index as before, for the same reason (a 404 removed long ago)
+    return kind
 
 
 def back_unchanged(row: Row, outcome: Outcome) -> bool:

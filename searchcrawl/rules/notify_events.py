@@ -342,7 +342,21 @@ def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installa
         "",
         f"Source:   {facts.source}",
         f"Run:      {facts.run_id} ({facts.mode or 'crawl'}), {facts.state}: {reason}",
+        *_fact_lines(facts, counters, failures),
     ]
+    if examples:
+        lines += ["", "For example:", *(f"  {url}" for url in examples)]
+    if link:
+        lines += ["", f"The run: {link}"]
+    lines += ["", f"-- {installation}, `scrapy status {facts.source}` and `scrapy report {facts.source}` say more"]
+    subject = f"[{installation}] {facts.source}: {title} (run {facts.run_id})"
+    return Message(redact(subject), redact("\n".join(lines)) + "\n", data)
+
+
+def _fact_lines(facts: EndedRun, counters: dict[str, int | float], failures: dict[str, int]) -> list[str]:
+    """The text's lines of what is known of the run: its times, its first error, its counts,
+    changes and failures (each only when there is one)."""
+    lines = []
     if facts.started:
         lines.append(f"Started:  {facts.started:%Y-%m-%d %H:%M:%S %Z}")
     if facts.ended:
@@ -356,10 +370,4 @@ def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installa
         lines.append("Changes:  " + ", ".join(f"{key} {value}" for key, value in sorted(facts.delta.items())))
     if failures:
         lines.append("Failures: " + ", ".join(f"{key}: {value}" for key, value in failures.items()))
-    if examples:
-        lines += ["", "For example:", *(f"  {url}" for url in examples)]
-    if link:
-        lines += ["", f"The run: {link}"]
-    lines += ["", f"-- {installation}, `scrapy status {facts.source}` and `scrapy report {facts.source}` say more"]
-    subject = f"[{installation}] {facts.source}: {title} (run {facts.run_id})"
-    return Message(redact(subject), redact("\n".join(lines)) + "\n", data)
+    return lines

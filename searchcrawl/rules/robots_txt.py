@@ -249,6 +249,26 @@ class RobotsDecision:
     undecided: bool = False  # too costly to decide (MAX_WILDCARD_WORK): not allowed, but no rule either
 
 
+def _within_limit(data: bytes) -> bytes:
+    """The first MAX_ROBOTS_BYTES of a robots.txt, without the line cut in two ("Allow:
+    /private/page" cut to "Allow: /p" allows too much)."""
+    if len(data) <= MAX_ROBOTS_BYTES:
+        return data
+    cut = data[:MAX_ROBOTS_BYTES]
+    if data[MAX_ROBOTS_BYTES : MAX_ROBOTS_BYTES + 1] not in (b"\r", b"\n"):
+        cut = cut[: max(cut.rfind(b"\n"), cut.rfind(b"\r")) + 1]
+    return cut
+
+
+def _crawl_delay(value: str) -> float | None:
+    """A Crawl-delay line's seconds; None for what is no finite, non-negative number."""
+    try:
+        delay = float(value)
+    except ValueError:
+        return None
+    return delay if math.isfinite(delay) and delay >= 0 else None
+
+
 class RobotsTxt:
     """A parsed robots.txt, or a blanket verdict when none could be used (see robots_for_response)."""
 
@@ -279,13 +299,7 @@ class RobotsTxt:
     @classmethod
     def parse(cls, robots_txt: str | bytes) -> RobotsTxt:
         """Parse the first MAX_ROBOTS_BYTES of a robots.txt (UTF-8; invalid bytes replaced)."""
-        data = robots_txt.encode("utf-8", "surrogatepass") if isinstance(robots_txt, str) else robots_txt
-        if len(data) > MAX_ROBOTS_BYTES:
-            cut = data[:MAX_ROBOTS_BYTES]
-            if data[MAX_ROBOTS_BYTES : MAX_ROBOTS_BYTES + 1] not in (b"\r", b"\n"):
-                # Drop the line cut in two: "Allow: /private/page" cut to "Allow: /p" allows too much.
-                cut = cut[: max(cut.rfind(b"\n"), cut.rfind(b"\r")) + 1]
-            data = cut
+        data = _within_limit(robots_txt.encode("utf-8", "surrogatepass") if isinstance(robots_txt, str) else robots_txt)
         text = _without_bom(data).decode("utf-8", "replace")
 
         groups: list[_Group] = []
@@ -316,11 +330,7 @@ class RobotsTxt:
                     group.rules.append(rule)
             elif key == "crawl-delay":
                 # Like the reference parser, this does not end the user-agent lines of a group.
-                try:
-                    delay = float(value)
-                except ValueError:
-                    continue
-                if group is not None and math.isfinite(delay) and delay >= 0:
+                if group is not None and (delay := _crawl_delay(value)) is not None:
                     group.crawl_delays.append(delay)
             elif key == "sitemap" and value and value not in seen_sitemaps:
                 seen_sitemaps.add(value)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
-from searchcrawl.index.indexer import PASSAGES, SolrIndex
+from searchcrawl.index.solr_client import PASSAGES, SolrIndex
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, SourceWords, answer, dropped_because, sentences_of
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex

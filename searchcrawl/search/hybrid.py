@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.semantic.embedders import (

@@ -36,7 +36,7 @@ from typing import Any
 import pysolr
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import DOCUMENTS, PASSAGES, IndexingError, SolrIndex
+from searchcrawl.index.solr_client import DOCUMENTS, PASSAGES, IndexingError, SolrIndex
 
 logger = logging.getLogger(__name__)
 

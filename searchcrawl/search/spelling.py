@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import SPELL_FIELD, TIME_ALLOWED_MS, UF, counted, every_word_counts
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 

@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import UF, counted, every_word_counts
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 

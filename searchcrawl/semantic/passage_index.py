@@ -19,7 +19,7 @@ reads the documents without it, a page at a time, and for each:
 Embedding runs here, never in the crawl's item pipeline: the crawl pushes documents searchable by
 words at once, and a model that fails (``EmbeddingFailed``) leaves them unmarked for the next pass
 (the crawl's own, crawl/extensions/passage_sync.py, or `scrapy embed`). A document's passages are
-deleted with it (index/indexer.py ``SolrIndex.delete``).
+deleted with it (index/solr_client.py ``SolrIndex.delete``).
 
 A change of model (SEARCHCRAWL_EMBEDDINGS) is a backfill: the new model's passages are written
 beside the old one's (their own ids and vector field) while searches go on with the old one
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, LEVEL_FIELDS, OVERRIDING_FIELD
-from searchcrawl.index.indexer import DOCUMENTS, PASSAGES, IndexingError, SolrIndex, cursor_pages, escape_query
+from searchcrawl.index.solr_client import DOCUMENTS, PASSAGES, IndexingError, SolrIndex, cursor_pages, escape_query
 from searchcrawl.semantic.embedders import (
     Embedder,
     EmbeddingFailed,

@@ -2,7 +2,7 @@
 
 Every write of a URL's row goes through here: the outcomes components report (through the
 ledger writer, searchcrawl/crawl/ledger_writer.py), Solr's acknowledgements and refusals (the
-push, searchcrawl/index/indexer.py), the exclusions of links in bulk, the documents taken over
+push, searchcrawl/index/push.py), the exclusions of links in bulk, the documents taken over
 from Solr, the links met in the run, and the run's start and end settlements. Each reads the
 row, decides, and applies the decision, in one transaction: the decisions are plain functions
 (rules/lifecycle.py ``decide`` for one URL's transition, rules/ledger_rules.py for what a change

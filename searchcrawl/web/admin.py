@@ -19,7 +19,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import Directory
 from searchcrawl.access.explanation import access_lines
 from searchcrawl.index.cache import spool_fill
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.lifecycle import State, delta_label
 from searchcrawl.rules.schedules import Schedule

@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.explanation import URL_WANTED, explainable_url
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.ops import daily_summary
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State

@@ -39,7 +39,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.cached_copy import by_url, cached_copy
 from searchcrawl.search.query import MAX_QUERY_CHARS

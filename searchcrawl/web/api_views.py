@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search

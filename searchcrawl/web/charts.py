@@ -235,6 +235,53 @@ def _y_axis(
         )
 
 
+def _x_labels(x_low: float, x_high: float, time_axis: bool) -> list[tuple[float, str]]:
+    """The x axis's ticks within its range, with their labels (times, or numbers)."""
+    if time_axis:
+        x_ticks, format_ = time_ticks(x_low, x_high)
+        return [(x, time_label(x, format_)) for x in x_ticks if x_low <= x <= x_high]
+    return [(x, number(x)) for x in nice_ticks(x_low, x_high, 6) if x_low <= x <= x_high]
+
+
+def _x_axis(parts: list[str], labels: list[tuple[float, str]], x_of: Callable[[float], float], bottom: float) -> None:
+    """Every tick a line; a label at every tick whose label fits (a language's may be long)."""
+    if len(labels) > 1:
+        gap = abs(x_of(labels[1][0]) - x_of(labels[0][0]))
+        every = max(1, math.ceil((max(_width(label) for _x, label in labels) + 8) / max(gap, 1.0)))
+    else:
+        every = 1
+    for index, (x, label) in enumerate(labels):
+        parts.append(f'<line x1="{x_of(x):.1f}" y1="{bottom}" x2="{x_of(x):.1f}" y2="{bottom + 5}" stroke="{AXIS}"/>')
+        if index % every == 0:
+            parts.append(f'<text x="{x_of(x):.1f}" y="{bottom + 19}" text-anchor="middle">{text(label)}</text>')
+
+
+def _lines(
+    parts: list[str],
+    lines: list[tuple[str, list[tuple[float, float]]]],
+    x_of: Callable[[float], float],
+    y_of: Callable[[float], float],
+    right: float,
+) -> None:
+    """Each series as a line of its colour and dash (a dot when it is one point), its name at its
+    end (moved down from another's), so no colour need be told apart."""
+    ends: list[float] = []
+    for index, (label, points) in enumerate(lines):
+        colour, dash = COLOURS[index % len(COLOURS)], DASHES[index % len(DASHES)]
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        path = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in points)
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2.5" stroke-linejoin="round"{dashed}/>'
+        )
+        if len(points) == 1:
+            parts.append(f'<circle cx="{x_of(points[0][0]):.1f}" cy="{y_of(points[0][1]):.1f}" r="4" fill="{colour}"/>')
+        end = y_of(points[-1][1]) + 4
+        while any(abs(end - other) < FONT_SIZE + 1 for other in ends):
+            end += FONT_SIZE + 1
+        ends.append(end)
+        parts.append(f'<text x="{right + 6}" y="{end:.1f}" fill="{colour}">{text(label, 18)}</text>')
+
+
 def line_chart(
     title: str,
     series: Sequence[Series],
@@ -272,40 +319,27 @@ def line_chart(
 
     _legend(parts, [label for label, _points in lines], left, 42, "line", key)
     _y_axis(parts, y_ticks, left, right, y_of, y_label)
-    if time_axis:
-        x_ticks, format_ = time_ticks(x_low, x_high)
-        labels = [(x, time_label(x, format_)) for x in x_ticks if x_low <= x <= x_high]
-    else:
-        labels = [(x, number(x)) for x in nice_ticks(x_low, x_high, 6) if x_low <= x <= x_high]
-    if len(labels) > 1:  # every tick a line; a label at every tick whose label fits (a language's may be long)
-        gap = abs(x_of(labels[1][0]) - x_of(labels[0][0]))
-        every = max(1, math.ceil((max(_width(label) for _x, label in labels) + 8) / max(gap, 1.0)))
-    else:
-        every = 1
-    for index, (x, label) in enumerate(labels):
-        parts.append(f'<line x1="{x_of(x):.1f}" y1="{bottom}" x2="{x_of(x):.1f}" y2="{bottom + 5}" stroke="{AXIS}"/>')
-        if index % every == 0:
-            parts.append(f'<text x="{x_of(x):.1f}" y="{bottom + 19}" text-anchor="middle">{text(label)}</text>')
+    _x_axis(parts, _x_labels(x_low, x_high, time_axis), x_of, bottom)
     parts.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{AXIS}"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="{AXIS}"/>')
-    ends: list[float] = []
-    for index, (label, points) in enumerate(lines):
-        colour, dash = COLOURS[index % len(COLOURS)], DASHES[index % len(DASHES)]
-        dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        path = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in points)
-        parts.append(
-            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2.5" stroke-linejoin="round"{dashed}/>'
-        )
-        if len(points) == 1:
-            parts.append(f'<circle cx="{x_of(points[0][0]):.1f}" cy="{y_of(points[0][1]):.1f}" r="4" fill="{colour}"/>')
-        # the line's name at its end (moved down from another's), so no colour need be told apart
-        end = y_of(points[-1][1]) + 4
-        while any(abs(end - other) < FONT_SIZE + 1 for other in ends):
-            end += FONT_SIZE + 1
-        ends.append(end)
-        parts.append(f'<text x="{right + 6}" y="{end:.1f}" fill="{colour}">{text(label, 18)}</text>')
+    _lines(parts, lines, x_of, y_of, right)
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _hatches(parts: list[str], key: str, count: int) -> None:
+    """The hatch patterns of ``count`` stacked series (each its own, so no colour need be told apart)."""
+    parts.append("<defs>")
+    for index in range(count):
+        hatch = HATCHES[index % len(HATCHES)]
+        if hatch:
+            colour = COLOURS[index % len(COLOURS)]
+            parts.append(
+                f'<pattern id="{key}-hatch{index}" width="6" height="6" patternUnits="userSpaceOnUse">'
+                f'<rect width="6" height="6" fill="{colour}" fill-opacity="0.35"/>'
+                f'<path d="{hatch}" stroke="{colour}" stroke-width="1.5"/></pattern>'
+            )
+    parts.append("</defs>")
 
 
 def stacked_bars(
@@ -341,17 +375,7 @@ def stacked_bars(
     key, parts = _open(title, desc, width, height)
     if not categories:
         return _empty(parts, width, height)
-    parts.append("<defs>")
-    for index in range(len(stacks)):
-        hatch = HATCHES[index % len(HATCHES)]
-        if hatch:
-            colour = COLOURS[index % len(COLOURS)]
-            parts.append(
-                f'<pattern id="{key}-hatch{index}" width="6" height="6" patternUnits="userSpaceOnUse">'
-                f'<rect width="6" height="6" fill="{colour}" fill-opacity="0.35"/>'
-                f'<path d="{hatch}" stroke="{colour}" stroke-width="1.5"/></pattern>'
-            )
-    parts.append("</defs>")
+    _hatches(parts, key, len(stacks))
     left, right, top, bottom = 72.0, width - 16.0, 60.0, height - 34.0
     y_ticks = nice_ticks(0.0, max(totals) if max(totals) > 0 else 1.0, integer=True)
     y_high = y_ticks[-1]

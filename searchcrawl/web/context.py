@@ -27,7 +27,7 @@ from starlette.responses import HTMLResponse
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import Directory
 from searchcrawl.index import managed
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.metrics import ProjectCollector

@@ -20,7 +20,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why

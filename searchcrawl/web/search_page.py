@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.hybrid import SemanticSearch, fuse

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search

@@ -107,18 +107,9 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
     read = str(form.get("read", ""))
     action = str(form.get("action", "check"))
     page: dict[str, Any] = {"name": existing or name, "text": text, "read": read, "url": str(form.get("url", "")).strip()}
-    if not valid_name(name):
-        return editor(
-            ctx,
-            request,
-            400,
-            **page,
-            error=_("Give the source a name: letters, digits, '_', '-' and '.', first a letter or digit."),
-        )
-    if not existing and await in_thread(folder.exists, name):
-        return editor(
-            ctx, request, 400, **page, error=_("A source named %(name)s exists already: choose another name.", name=name)
-        )
+    refused = await _name_refused(ctx, request, folder, (name, bool(existing)), page)
+    if refused is not None:
+        return refused
     try:
         old = await in_thread(folder.read, existing) if existing else ""
     except SourceFileError as exc:
@@ -147,8 +138,36 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
         return editor(
             ctx, request, 400, **page, changes=found, reviewed=text_digest(text), error=_("Review the change before it is saved.")
         )
+    return await _save(ctx, request, folder, (name, bool(existing)), found, page)
+
+
+async def _name_refused(
+    ctx: WebContext, request: Request, folder: SourceFolder, named: tuple[str, bool], page: dict[str, Any]
+) -> Response | None:
+    """The editor again, saying why, when the name is no source's name, or a new source's name is taken."""
+    name, existing = named
+    if not valid_name(name):
+        return editor(
+            ctx,
+            request,
+            400,
+            **page,
+            error=_("Give the source a name: letters, digits, '_', '-' and '.', first a letter or digit."),
+        )
+    if not existing and await in_thread(folder.exists, name):
+        return editor(
+            ctx, request, 400, **page, error=_("A source named %(name)s exists already: choose another name.", name=name)
+        )
+    return None
+
+
+async def _save(
+    ctx: WebContext, request: Request, folder: SourceFolder, named: tuple[str, bool], found: Changes, page: dict[str, Any]
+) -> Response:
+    """The reviewed text saved (the previous version kept in .history), audited, and said."""
+    name, existing = named
     try:
-        kept = await in_thread(folder.save, name, text, read or None, datetime.now(UTC))
+        kept = await in_thread(folder.save, name, page["text"], page["read"] or None, datetime.now(UTC))
     except SourceFileError as exc:
         return editor(ctx, request, 409, **page, error=str(exc))
     with speaking(ENGLISH):  # the audit log's words are English, whatever the page's language

@@ -40,7 +40,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.servers.llama_server import MODEL, ModelServer
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search import answers
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
 from searchcrawl.search.evaluation import JudgedQuery, grade_of, read_qrels, read_queries

@@ -62,7 +62,8 @@ from searchcrawl.content.extract import html_attributes, solr_document
 from searchcrawl.crawl.spider import DOCUMENT_EXTENSIONS
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex, push_pending
+from searchcrawl.index.push import push_pending
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
@@ -280,8 +281,7 @@ class Bench:
             solr_before = jvm_cpu(self.solr_pid) if self.solr_pid else None
             started = time.monotonic()
             result = push_pending(
-                source,
-                table,
+                Ledger(table, source),
                 cache,
                 index,
                 max_docs=defaults.SEARCHCRAWL_SOLR_BATCH_DOCS,

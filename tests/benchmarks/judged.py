@@ -29,7 +29,7 @@ from lxml import etree, html
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.evaluation import (
     QueryScore,

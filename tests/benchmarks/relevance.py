@@ -32,7 +32,7 @@ import pysolr
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import SearchRequest, run_search

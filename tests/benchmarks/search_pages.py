@@ -53,7 +53,7 @@ import requests
 import tests.conftest  # noqa: F401  # its CheckoutConfigset: the dev Solr gets THIS checkout's configset
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import suggest
 from tests.benchmarks.measure import process_tree_cpu

@@ -35,7 +35,7 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.onnx_model import minilm_jar
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import OnnxEmbedder, WordLlamaEmbedder

@@ -39,7 +39,7 @@ def rule(stage: str, pattern: str, within: str | None = None, anywhere: bool = F
 
 
 FRONTIER = r"searchcrawl/crawl/frontier_scheduler|searchcrawl/store/frontier|scrapy/core/scheduler|scrapy/[sp]queues|queuelib/|scrapy/dupefilters"
-SOLR_PUSH = r"searchcrawl/index/indexer|searchcrawl/crawl/pipelines/solr_push|searchcrawl/index/solrcloud|pysolr"
+SOLR_PUSH = r"searchcrawl/index/push|searchcrawl/index/solr_client|searchcrawl/index/id_migration|searchcrawl/crawl/pipelines/solr_push|searchcrawl/index/solrcloud|pysolr"
 CACHE = r"searchcrawl/index/cache|searchcrawl/crawl/pipelines/cache_writer"
 STAGE_RULES: tuple[Rule, ...] = (
     # imports, and what a crawl does once however long it is: the language model's loading,

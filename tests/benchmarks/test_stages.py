@@ -41,7 +41,7 @@ def test_innermost_known_frame_decides() -> None:
 def test_standard_library_frames_go_to_their_caller() -> None:
     cache = f"{SCRAPER};CachePipeline.process_item (searchcrawl/crawl/pipelines/cache_writer.py:40);DocumentCache.put (searchcrawl/index/cache.py:88)"
     assert stage(f"{cache};dumps (json/__init__.py:231);JSONEncoder.encode (json/encoder.py:200)") == "cache"
-    push = f"{SCRAPER};push_pending (searchcrawl/index/indexer.py:300);Solr.add (pysolr.py:1000)"
+    push = f"{SCRAPER};push_pending (searchcrawl/index/push.py:300);Solr.add (pysolr.py:1000)"
     assert (
         stage(f"{push};Session.request (requests/sessions.py:589);HTTPConnection.send (http/client.py:1000)") == "push into Solr"
     )

@@ -9,9 +9,9 @@ syntax trees."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "searchcrawl"
+from tests.syntax_trees import PACKAGE, package_modules, source_of, tree_of
+
 FINDERS = {
     "get_extension",
     "get_item_pipeline",
@@ -48,7 +48,7 @@ ON_FIRST_USE = {
 def look_ups() -> set[tuple[str, str]]:
     """(module, enclosing function) of every call of a finder in the package."""
     found: set[tuple[str, str]] = set()
-    for path in PACKAGE.rglob("*.py"):
+    for path in package_modules():
         module = path.relative_to(PACKAGE).as_posix()
 
         def walk(node: ast.AST, function: str) -> None:
@@ -61,7 +61,7 @@ def look_ups() -> set[tuple[str, str]]:
                         found.add((module, function))  # noqa: B023  # walk is called before the next module
                 walk(child, inner)
 
-        walk(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+        walk(tree_of(path), "<module>")
     return found
 
 
@@ -73,5 +73,5 @@ def test_components_find_the_crawls_parts_only_in_from_crawler() -> None:
 
 def test_no_crawl_state_remains() -> None:
     """The crawl-wide state object that every component looked up is gone for good."""
-    sources = [path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")]
+    sources = [source_of(path) for path in package_modules()]
     assert not any("CrawlState" in text or "crawl_state" in text for text in sources)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.syntax_trees import tree_of
+
 CRAWL = Path(__file__).resolve().parents[2] / "searchcrawl" / "crawl"
 
 # reads of what an outcome writes, and the writes that must come after every outcome reported
@@ -33,7 +35,7 @@ def unflushed_reads() -> list[str]:
     problems = []
     for path in sorted(CRAWL.rglob("*.py")):
         module = str(path.relative_to(CRAWL))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree_of(path)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             made = calls(node)

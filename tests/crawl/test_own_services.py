@@ -25,7 +25,7 @@ from searchcrawl.crawl.own_services import (
     own_services,
     own_services_of,
 )
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService
 
 

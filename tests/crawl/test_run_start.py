@@ -13,7 +13,7 @@ from searchcrawl.config.source import Source
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, fingerprint, plan_run, take_over_index
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger

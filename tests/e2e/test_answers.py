@@ -29,7 +29,7 @@ import requests
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.pipelines.checksum import access_update
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, AnswerFailed, answer
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.searcher import TrimmedIndex

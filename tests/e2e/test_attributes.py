@@ -51,7 +51,7 @@ def run(pipeline: AttributesPipeline, item: CrawledDocument) -> CrawledDocument:
 def test_an_html_page_becomes_a_solr_document(crawler_of) -> None:
     pipeline = build_from_crawler(AttributesPipeline, crawler_of())
     item = run(pipeline, page("http://h.test/pets.html"))
-    fields = item.fields
+    fields = item.converted.fields
     assert fields["id"] == "unit!http://h.test/pets.html"
     assert (fields["url"], fields["display_url"], fields["source"], fields["host"]) == (
         "http://h.test/pets.html",
@@ -70,7 +70,7 @@ def test_an_html_page_becomes_a_solr_document(crawler_of) -> None:
     assert "description" not in fields  # no description fallback unless the source asks for it
     assert "revision_s" not in fields  # not in the source's attribute mapping
     # what the checksum is taken over: title and text; the tree is let go
-    assert item.checksum_basis == f"Cats and dogs\n{fields['content']}"
+    assert item.converted.checksum_basis == f"Cats and dogs\n{fields['content']}"
     assert item.tree is None and item.body is None
 
 
@@ -85,7 +85,7 @@ def test_the_sources_attribute_mapping_description_fallback_and_display_urls(cra
     )
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(source))
     body = PAGE.replace(b' lang="en"', b"")
-    fields = run(pipeline, page("http://h.test/pets.html", body)).fields
+    fields = run(pipeline, page("http://h.test/pets.html", body)).converted.fields
     assert fields["version_i"] == 7
     # the text's first 300 characters, cut at a word
     assert fields["content"].startswith(fields["description"]) and 200 < len(fields["description"]) <= 300
@@ -96,17 +96,17 @@ def test_the_sources_attribute_mapping_description_fallback_and_display_urls(cra
 def test_main_text_is_the_checksum_basis_when_the_source_says_so(crawler_of) -> None:
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SOURCE + 'checksum_of = "main_text"\n'))
     item = run(pipeline, page("http://h.test/pets.html"))
-    assert item.checksum_basis.startswith("Cats and dogs\n")
+    assert item.converted.checksum_basis.startswith("Cats and dogs\n")
     # navigation and footer (a generation date) are not what a change is judged on ...
-    assert "About us" not in item.checksum_basis and "2024-05-01" not in item.checksum_basis
-    assert "thousands of years" in item.checksum_basis
+    assert "About us" not in item.converted.checksum_basis and "2024-05-01" not in item.converted.checksum_basis
+    assert "thousands of years" in item.converted.checksum_basis
     # ... while the indexed text is the page less its landmarks (main_text = false: the regions')
-    assert "About us" not in item.fields["content"] and "thousands of years" in item.fields["content"]
+    assert "About us" not in item.converted.fields["content"] and "thousands of years" in item.converted.fields["content"]
     whole = build_from_crawler(
         AttributesPipeline, crawler_of(SOURCE + 'checksum_of = "main_text"\n[regions]\nlandmarks = false\n')
     )
     item = run(whole, page("http://h.test/pets.html"))
-    assert "About us" in item.fields["content"] and "2024-05-01" in item.fields["content"]
+    assert "About us" in item.converted.fields["content"] and "2024-05-01" in item.converted.fields["content"]
 
 
 def test_a_plain_text_document(crawler_of) -> None:
@@ -119,8 +119,12 @@ def test_a_plain_text_document(crawler_of) -> None:
         text="  Hallo Welt  ",
     )
     item = run(pipeline, item)
-    assert (item.fields["title"], item.fields["content"], item.fields["language"]) == ("readme.txt", "Hallo Welt", "de")
-    assert item.text is None and item.checksum_basis == "readme.txt\nHallo Welt"
+    assert (item.converted.fields["title"], item.converted.fields["content"], item.converted.fields["language"]) == (
+        "readme.txt",
+        "Hallo Welt",
+        "de",
+    )
+    assert item.text is None and item.converted.checksum_basis == "readme.txt\nHallo Welt"
 
 
 def test_a_page_without_text_or_title_is_not_indexed_with_its_outcome(crawler_of) -> None:
@@ -142,11 +146,11 @@ def test_office_files_are_converted_in_workers_and_raw_checksums_take_the_bytes(
     crawler = crawler_of(SOURCE + 'checksum_of = "raw"\n', SEARCHCRAWL_CONVERT_WORKERS=1)
     pipeline = build_from_crawler(AttributesPipeline, crawler)
     item = run(pipeline, CrawledDocument("unit", "http://h.test/q.docx", 1, {"content-type": DOCX}, body=data.getvalue()))
-    fields = item.fields
+    fields = item.converted.fields
     assert (fields["title"], fields["author"], fields["document_kind_s"]) == ("Quarterly report", "Ann Writer", "docx")
     assert fields["content"] == "Revenue grew in every region this quarter." and fields["mimetype"] == DOCX
-    assert item.checksum_basis == data.getvalue() and item.body is None
-    assert text_checksum(item.checksum_basis) != text_checksum(f"Quarterly report\n{fields['content']}")
+    assert item.converted.checksum_basis == data.getvalue() and item.body is None
+    assert text_checksum(item.converted.checksum_basis) != text_checksum(f"Quarterly report\n{fields['content']}")
 
     broken = CrawledDocument("unit", "http://h.test/broken.pdf", 1, {"content-type": "application/pdf"}, body=b"%PDF-1.4 no more")
     with pytest.raises(NotIndexed) as raised:
@@ -168,10 +172,10 @@ def test_surrogates_controls_and_a_40_kb_author_reach_solr_clean(crawler_of, sol
     item = run(
         build_from_crawler(AttributesPipeline, crawler), CrawledDocument("unit", "http://h.test/odd.rtf", 1, {}, body=body)
     )
-    fields = item.fields
+    fields = dict(item.converted.fields)
     assert "Smile \U0001f600 here, a lone \ufffd there, a bell  too." in fields["content"]
     assert fields["author"] == author[:MAX_TERM_BYTES]
-    text_checksum(item.checksum_basis)  # raised UnicodeEncodeError before
+    text_checksum(item.converted.checksum_basis)  # raised UnicodeEncodeError before
     solr.add([fields])
     found = solr.search(f'id:"{fields["id"]}"', fl="author,content")
     assert found.hits == 1 and "\U0001f600" in found.docs[0]["content"]
@@ -186,7 +190,7 @@ def test_the_same_odd_document_through_tika(crawler_of, solr, tika_url) -> None:
         rb"\f0 Smile \u-10179?\u-8704? here, a lone \u-10179? there, a bell \u7? too.\par}"
     )
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
-    fields = run(pipeline, CrawledDocument("unit", "http://h.test/odd-tika.rtf", 1, {}, body=body)).fields
+    fields = dict(run(pipeline, CrawledDocument("unit", "http://h.test/odd-tika.rtf", 1, {}, body=body)).converted.fields)
     assert "Smile \U0001f600 here, a lone \ufffd there" in fields["content"] and "\x07" not in fields["content"]
     assert all(not 0xD800 <= ord(ch) <= 0xDFFF for ch in fields["content"])
     assert fields["author"] == author[:MAX_TERM_BYTES] and fields["title"] == "Odd text"
@@ -212,10 +216,10 @@ def test_a_document_without_text_is_indexed_with_its_metadata_and_name(crawler_o
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
     body = textract("pdf/ocr_text.pdf")  # a scan: no text layer
     item = run(pipeline, CrawledDocument("unit", "http://h.test/a/scan.pdf", 1, {"content-type": "application/pdf"}, body=body))
-    assert item.fields["title"] == "00463065.tif" and "content" not in item.fields
-    assert item.note == "indexed without text: its metadata and file name" and item.checksum_basis == body
+    assert item.converted.fields["title"] == "00463065.tif" and "content" not in item.converted.fields
+    assert item.note == "indexed without text: its metadata and file name" and item.converted.checksum_basis == body
     other = run(pipeline, CrawledDocument("unit", "http://h.test/b/scan.pdf", 1, {}, body=body + b"\n%%EOF\n"))
-    assert text_checksum(other.checksum_basis) != text_checksum(item.checksum_basis)
+    assert text_checksum(other.converted.checksum_basis) != text_checksum(item.converted.checksum_basis)
 
     strict = build_from_crawler(AttributesPipeline, crawler_of(SOURCE + "index_without_text = false\n"))
     with pytest.raises(NotIndexed) as raised:
@@ -229,10 +233,10 @@ def test_ocr_through_tika_reads_an_image_when_the_source_asks(crawler_of, tika_u
     source = SOURCE + 'ocr = true\nocr_languages = ["eng"]\n'
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(source, SEARCHCRAWL_TIKA_URL=tika_url))
     item = run(pipeline, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
-    assert "quick brown fox" in item.fields["content"] and item.note is None
+    assert "quick brown fox" in item.converted.fields["content"] and item.note is None
     without = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))  # ocr is off by default
     item = run(without, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
-    assert "content" not in item.fields and item.fields["title"] == "fox.png"
+    assert "content" not in item.converted.fields and item.converted.fields["title"] == "fox.png"
     assert item.note == "indexed without text: its metadata and file name"
 
 
@@ -277,9 +281,9 @@ def test_an_image_only_deck_through_tika_is_indexed_by_name(crawler_of, tika_url
     image = textract("png/raw_text.png")
     deck = picture_deck(image)
     item = run(pipeline, CrawledDocument("unit", "http://h.test/a/deck.pptx", 1, {}, body=deck))
-    assert "content" not in item.fields, item.fields.get("content")
-    assert (item.fields["title"], item.fields["document_kind_s"]) == ("deck.pptx", "pptx")
-    assert item.note == "indexed without text: its metadata and file name" and item.checksum_basis == deck
+    assert "content" not in item.converted.fields, item.converted.fields.get("content")
+    assert (item.converted.fields["title"], item.converted.fields["document_kind_s"]) == ("deck.pptx", "pptx")
+    assert item.note == "indexed without text: its metadata and file name" and item.converted.checksum_basis == deck
 
 
 def test_a_document_that_crashes_the_converter_twice_counts_as_a_transient_failure(crawler_of, fake_tika) -> None:  # noqa: F811
@@ -299,7 +303,7 @@ def test_a_converted_file_without_a_title_of_its_own_is_titled_by_its_decoded_na
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
     url = "http://h.test/Quartals%C3%BCbersicht%202024.docx"
     item = run(pipeline, CrawledDocument("unit", url, 1, {"content-type": DOCX}, body=data.getvalue()))
-    assert item.fields["title"] == "Quartalsübersicht 2024.docx"
+    assert item.converted.fields["title"] == "Quartalsübersicht 2024.docx"
 
 
 def picture_files(text: str) -> tuple[bytes, bytes]:
@@ -343,11 +347,11 @@ def test_files_of_pictures_with_a_few_characters_are_not_duplicates_through_tika
             ("http://h.test/c/pics.pptx", deck),
         )
     ]
-    assert [item.fields["title"] for item in items] == ["Presentation"] * 3
+    assert [item.converted.fields["title"] for item in items] == ["Presentation"] * 3
     kept = text.strip() or None
-    assert [item.fields.get("content") for item in items] == [kept] * 3
+    assert [item.converted.fields.get("content") for item in items] == [kept] * 3
     assert [item.note for item in items] == [None if kept else "indexed without text: its metadata and file name"] * 3
-    checksums = [text_checksum(item.checksum_basis) for item in items]
+    checksums = [text_checksum(item.converted.checksum_basis) for item in items]
     assert checksums[0] != checksums[1] and checksums[1] == checksums[2]  # the same bytes are duplicates
 
 
@@ -356,8 +360,8 @@ def test_a_short_text_that_names_a_document_is_its_text(crawler_of, tika_url) ->
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     word, _deck = picture_files("Budget 2025")
     item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, {}, body=word))
-    assert item.fields["content"] == "Budget 2025" and item.note is None
-    assert item.checksum_basis == "Presentation\nBudget 2025"
+    assert item.converted.fields["content"] == "Budget 2025" and item.note is None
+    assert item.converted.checksum_basis == "Presentation\nBudget 2025"
 
 
 def rtf(text: str, font: str = "Arial") -> bytes:
@@ -397,10 +401,10 @@ def test_a_one_word_file_is_its_text_and_its_bytes_are_its_identity(crawler_of, 
     }
     for name, (body, text) in SHORT_FILES.items():
         item = items[name]
-        assert item.fields.get("content") == text, name
-        assert item.checksum_basis == body, name  # a short text, or none: the bytes
+        assert item.converted.fields.get("content") == text, name
+        assert item.converted.checksum_basis == body, name  # a short text, or none: the bytes
         assert item.note == (None if text else "indexed without text: its metadata and file name"), name
-    checksums = {name: text_checksum(item.checksum_basis) for name, item in items.items()}
+    checksums = {name: text_checksum(item.converted.checksum_basis) for name, item in items.items()}
     assert checksums["a/test.rtf"] != checksums["b/test.rtf"] and checksums["a/test.rtf"] == checksums["c/test.rtf"]
 
 

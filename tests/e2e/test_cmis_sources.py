@@ -15,7 +15,7 @@ import random
 import pysolr
 
 from searchcrawl.access.decision import Principal, Principals
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from tests.cmis_server import CRAWLER, CmisRepository
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer

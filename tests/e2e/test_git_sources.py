@@ -20,7 +20,7 @@ import pysolr
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import READING_GROUPS, DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by

@@ -25,7 +25,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_secure_search import found_by

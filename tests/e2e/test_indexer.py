@@ -9,8 +9,10 @@ import pysolr
 
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex, push_pending
+from searchcrawl.index.push import push_pending
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.ledger import Ledger
 from tests.conftest import solr_docs
 from tests.index.test_indexer import cache_pending
 
@@ -34,8 +36,7 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     assert cache.size_bytes > 0
     cache.seal()  # as at the end of a crawl: then the push deletes the spool it empties
     down = push_pending(
-        "push",
-        table,
+        Ledger(table, "push"),
         cache,
         SolrIndex("http://127.0.0.1:9/solr/none", timeout=2),
         max_docs=10,
@@ -44,7 +45,7 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     )
     assert (down.indexed, down.pending, down.refused, down.request_refused) == (0, 25, 0, False)
     assert "cannot connect (Connection refused)" in down.error  # a node failure: everything stays pending
-    result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
+    result = push_pending(Ledger(table, "push"), cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.pending, result.error) == (25, 0, None)
     assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.spool"))
     assert table.count_by("push", "state") == {"indexed": 25}
@@ -75,7 +76,7 @@ def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_pat
         cache.put(document)
         cache_pending(table, source, url, f"c{i}")
     cache.seal()
-    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
+    result = push_pending(Ledger(table, source), cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
 
     assert (result.indexed, result.refused, result.pending, result.error) == (28, 2, 0, None)
     assert table.pending(source) == []
@@ -107,7 +108,7 @@ def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is
         cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": f"c{i}", "last_modified": "not a date"})
         cache_pending(table, source, url, f"c{i}")  # 60 contents (one content would be 59 duplicates)
     before = solr_update_requests(solr_url)
-    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
+    result = push_pending(Ledger(table, source), cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
     assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 60, True)
     assert "a schema or configuration problem?" in result.error and "Invalid Date String" in result.error
     assert len(table.pending(source)) == 60 and table.count_by(source, "status").get(924) is None
@@ -124,7 +125,7 @@ def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(
         cache.put({"id": solr_id("nocore", url), "url": url, "source": "nocore", "checksum": f"c{i}"})
         cache_pending(table, "nocore", url, f"c{i}")
     missing = solr_url.rsplit("/", 1)[0] + "/no-such-core"
-    result = push_pending("nocore", table, cache, SolrIndex(missing), max_docs=2, max_bytes=10**6, requests_at_once=2)
+    result = push_pending(Ledger(table, "nocore"), cache, SolrIndex(missing), max_docs=2, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 5, True)
     assert "HTTP 404" in result.error
     assert len(table.pending("nocore")) == 5

@@ -31,7 +31,7 @@ from scrapy import signals
 
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.spider import SourceSpider
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from tests.conftest import Project, Site, assert_spaced
 from tests.sites import build_intranet
 

@@ -22,7 +22,7 @@ import pysolr
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.redmine_roles import issue_access
 from searchcrawl.agents.redmine import RedmineAgent, issue_facts
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by

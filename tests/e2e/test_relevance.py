@@ -24,7 +24,7 @@ from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules, parse_boost, synonym_map
 from searchcrawl.search.evaluation import JudgedQuery, read_qrels
 from searchcrawl.search.relevance_params import boost_params

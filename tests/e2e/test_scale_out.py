@@ -18,7 +18,7 @@ import pysolr
 import pytest
 from sqlalchemy import event, text
 
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
 from searchcrawl.store import Database, DocumentTable

@@ -16,7 +16,7 @@ from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.urls import agent_url
 from searchcrawl.search.query import matching, search_params
 from searchcrawl.search.searcher import TrimmedIndex

@@ -47,7 +47,7 @@ from playwright.sync_api import Browser, Page
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryConfig, directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import Project, Site, free_port, run_scrapy, solr_docs, wait_for

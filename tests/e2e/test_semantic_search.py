@@ -26,7 +26,7 @@ from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.commands.doctor import _embeddings as doctor_embeddings
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.checksum import access_update
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch, nearest_documents, semantic_search
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import (

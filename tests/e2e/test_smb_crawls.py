@@ -29,7 +29,7 @@ from searchcrawl.access.decision import decide
 from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.ldap_directory import LdapDirectory
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store.runs import Runs
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.e2e.test_secure_search import found_by

@@ -14,7 +14,9 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_document, solr_id
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex, found_documents, migrate_ids, push_pending
+from searchcrawl.index.id_migration import migrate_ids
+from searchcrawl.index.push import push_pending
+from searchcrawl.index.solr_client import SolrIndex, found_documents
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database, DocumentTable
@@ -158,7 +160,7 @@ def test_documents_cached_by_the_earlier_version_are_pushed_with_their_new_id(tm
     (directory / "0000000000000000001-1-abcdefgh.spool").write_bytes(header + b"\n" + document + b"\n")
     cache = DocumentCache(directory)
     cache_pending(table, source, url, "c")
-    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
+    result = push_pending(Ledger(table, source), cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
     assert (result.indexed, result.error) == (1, None)
     assert [(doc["id"], doc["title"]) for doc in solr_docs(solr, source)] == [(solr_id(source, url), "cached before")]
 

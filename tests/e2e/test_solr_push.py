@@ -24,7 +24,7 @@ from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions.run_end import run_end
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
 from searchcrawl.crawl.run import Run
@@ -93,7 +93,8 @@ def cache(crawler: Crawler, *paths: str, version: str = "", checksum: str = "") 
             "content": f"The text of {path}{version}",
             "checksum": checksum or f"sum-{path}{version}",
         }
-        items.append(writer.process_item(CrawledDocument(name, url, 1, {}, fields=fields)))
+        converted = ConvertedDocument(fields, "", url)
+        items.append(writer.process_item(CrawledDocument(name, url, 1, {}, converted=converted, fields=fields)))
     return items
 
 

@@ -20,7 +20,8 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index import solrcloud
-from searchcrawl.index.indexer import SolrIndex, migrate_ids
+from searchcrawl.index.id_migration import migrate_ids
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 from tests.conftest import ROOT, LocalSolrCloud, wait_for
 

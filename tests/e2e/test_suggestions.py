@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import Access
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import MAX_SUGGESTIONS, suggest
 from tests.conftest import Project, wait_for

@@ -15,7 +15,7 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.search.query import term_filter
 from searchcrawl.search.why import explain_lines

@@ -21,7 +21,7 @@ from sqlalchemy import select, update
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.crawl.pipelines.checksum import access_update, content_of, versioned
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store.models import documents
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import READING_GROUPS, DirectoryServer

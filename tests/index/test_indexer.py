@@ -1,11 +1,17 @@
-"""Batching, the cache, documents Solr refuses and its messages (against a real Solr: tests/e2e/test_indexer.py)."""
+"""Batching, the cache, the pusher, documents Solr refuses and its messages (against a real Solr:
+tests/e2e/test_indexer.py)."""
+
+import dataclasses
+import json
 
 import pysolr
 
+from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import PushResult, batches, describe, push_with_retries
+from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries
+from searchcrawl.index.solr_client import batches, describe
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
 
 
@@ -26,6 +32,45 @@ def test_retries_back_off_and_stop_when_done() -> None:
     pauses: list[float] = []
     result = push_with_retries(lambda: outcomes.pop(0), times=5, backoff=0.5, sleep=pauses.append)
     assert (result.indexed, result.refused, result.error, pauses) == (3, 1, None, [0.5, 1.0])
+
+
+class AnsweringIndex:
+    """Solr's side of a push, answered at once and recorded: the push's logic alone (a real Solr's
+    answers: tests/e2e/test_indexer.py)."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+        self.deleted: list[str] = []
+
+    def add_json(self, documents: list[bytes]) -> None:
+        self.added += [json.loads(document)["id"] for document in documents]
+
+    def delete(self, ids: list[str]) -> None:
+        self.deleted += ids
+
+
+def test_the_pusher_is_given_the_ledger_alone(tmp_path) -> None:
+    """Issue 95: the pusher was handed the ledger's table beside the ledger. Given the ledger
+    alone, it reads what is pending and what must leave in the ledger's table, and writes what
+    Solr answered through the ledger."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    cache = DocumentCache(tmp_path / "cache")
+    ledger = Ledger(table, "push")
+    urls = [f"http://push.test/{n}" for n in range(3)]
+    for n, url in enumerate(urls):
+        cache.put({"id": solr_id("push", url), "url": url, "source": "push", "checksum": f"c{n}"})
+        cache_pending(table, "push", url, f"c{n}")
+    gone = "http://push.test/gone"
+    cache_pending(table, "push", gone, "g")
+    ledger.mark_indexed([(gone, "g")])
+    ledger.record(gone, Outcome(Event.GONE, 410, "gone", kind="failed"))
+    index = AnsweringIndex()
+    pusher = SolrPusher(ledger, cache, index, max_docs=2, max_bytes=10**6, ids_migrated=True)  # type: ignore[arg-type]
+    result = pusher.push_once(remove=True)
+    assert (result.indexed, result.removed, result.pending, result.error) == (3, 1, 0, None)
+    assert sorted(index.added) == [solr_id("push", url) for url in urls] and index.deleted == [solr_id("push", gone)]
+    assert table.pending("push") == [] and table.removals("push") == []
+    assert pusher.source == "push" and "table" not in {field.name for field in dataclasses.fields(SolrPusher)}
 
 
 def test_cache_returns_only_the_version_the_table_expects(tmp_path) -> None:

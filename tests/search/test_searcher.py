@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
-from searchcrawl.index.indexer import DOCUMENTS, PASSAGES
+from searchcrawl.index.solr_client import DOCUMENTS, PASSAGES
 from searchcrawl.search.searcher import TrimmedIndex
 
 ALICE = Principals.of("alice", [Principal("group:finance", "test")])
@@ -62,7 +62,7 @@ def test_no_parameter_of_the_callers_replaces_the_trimming() -> None:
 
 
 def test_a_refused_boost_is_asked_again_without_it_and_still_trimmed() -> None:
-    from searchcrawl.index.indexer import IndexingError
+    from searchcrawl.index.solr_client import IndexingError
 
     class Refusing(Recording):
         def search(self, query: str, **params: Any) -> SimpleNamespace:

@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import UF
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import (

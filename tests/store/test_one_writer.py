@@ -22,8 +22,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from searchcrawl.store.documents import DocumentTable
+from tests.syntax_trees import PACKAGE, package_modules, tree_of
 
-PACKAGE = Path(__file__).resolve().parents[2] / "searchcrawl"
 STORES = PACKAGE / "store"
 
 # The ledger's writes (a table has none: a name here called on a table outside the stores is a write
@@ -68,7 +68,7 @@ LEDGER_WRITERS = {
     "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
     # Solr's answers, and a shared crawl's copies of one content settled before a push
-    "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
+    "searchcrawl/index/push.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
     "searchcrawl/crawl/middlewares/sitemaps.py": {"record_spared"},  # a maintenance crawl's unchanged pages, in bulk
 }
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
@@ -76,7 +76,7 @@ SQL_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE)\s+\"?documents\b", re.IGNORECA
 
 
 def _modules() -> list[Path]:
-    return sorted(path for path in PACKAGE.rglob("*.py") if STORES not in path.parents)
+    return [path for path in package_modules() if STORES not in path.parents]
 
 
 def _is_table(node: ast.expr, aliases: Collection[str] = ()) -> bool:
@@ -210,10 +210,10 @@ def test_the_frontier_and_the_redirects_are_written_by_their_owner_alone() -> No
     """No module but its owner writes the frontier table or the redirects table (the migrations
     aside); only the ledger's document table calls the frontier's writes made for it."""
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_modules():
         if MIGRATIONS in path.parents:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = tree_of(path)
         found = [write for table, owner in SPLIT_OWNERS.items() if path != owner for write in writes_of(tree, table)]
         if path not in (SPLIT_OWNERS["frontier"], *LEDGER_ONLY):
             found += [
@@ -240,8 +240,8 @@ connection.execute(text('INSERT INTO "redirects" (document_id) VALUES (1)'))
     assert len(writes_of(tree, "redirects")) == 3
     assert writes_of(ast.parse("select(frontier.c.state)\nupdate(documents)\n"), "frontier") == []
     # the owners write their tables: the scan sees them
-    assert writes_of(ast.parse(SPLIT_OWNERS["frontier"].read_text(encoding="utf-8")), "frontier")
-    assert writes_of(ast.parse(SPLIT_OWNERS["redirects"].read_text(encoding="utf-8")), "redirects")
+    assert writes_of(tree_of(SPLIT_OWNERS["frontier"]), "frontier")
+    assert writes_of(tree_of(SPLIT_OWNERS["redirects"]), "redirects")
 
 
 def test_the_document_table_only_reads() -> None:
@@ -268,10 +268,10 @@ def test_only_the_ledger_applies_a_urls_state_changes() -> None:
     documents table is written by the modules named in ``DOCUMENT_WRITERS`` alone."""
     every = {name for names in STORE_WRITES.values() for name in names}
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_modules():
         if MIGRATIONS in path.parents:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = tree_of(path)
         found = [] if path == LEDGER else calls_of(tree, every - STORE_WRITES.get(path, set()))
         if path not in DOCUMENT_WRITERS:
             found += writes_of(tree, "documents")
@@ -280,15 +280,15 @@ def test_only_the_ledger_applies_a_urls_state_changes() -> None:
     assert offenders == {}, "apply a URL's change through the Ledger (searchcrawl/store/ledger.py)"
     # each named write is the Ledger's, and is defined where it is named
     for path, names in STORE_WRITES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path)
         assert names <= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, path
-    assert every <= {call.split(": ")[1] for call in calls_of(ast.parse(LEDGER.read_text(encoding="utf-8")), every)}
+    assert every <= {call.split(": ")[1] for call in calls_of(tree_of(LEDGER), every)}
 
 
 def test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger() -> None:
     offenders = {}
     for path in _modules():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = tree_of(path)
         found = table_writes(tree) + sql_writes(tree)
         if found:
             offenders[str(path.relative_to(PACKAGE.parent))] = found
@@ -301,7 +301,7 @@ def test_the_modules_that_write_through_the_ledger_are_the_named_ones() -> None:
     are its callers."""
     found = {}
     for path in _modules():
-        writes = ledger_writes(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        writes = ledger_writes(tree_of(path))
         if writes:
             found[str(path.relative_to(PACKAGE.parent))] = writes
     assert found == LEDGER_WRITERS
@@ -360,12 +360,12 @@ def test_only_the_stores_run_sql() -> None:
     offenders = {}
     for path in _modules():
         name = str(path.relative_to(PACKAGE.parent))
-        found = sql_of(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        found = sql_of(tree_of(path))
         if found and name not in SQL_ELSEWHERE:
             offenders[name] = found
     assert offenders == {}, "move the SQL into a store module (searchcrawl/store/) and call its function"
     for name in SQL_ELSEWHERE:  # each named exception still needs its SQLAlchemy (the list only shrinks)
-        assert sql_of(ast.parse((PACKAGE.parent / name).read_text(encoding="utf-8"))), f"{name}: remove it from SQL_ELSEWHERE"
+        assert sql_of(tree_of(PACKAGE.parent / name)), f"{name}: remove it from SQL_ELSEWHERE"
 
 
 def test_the_scan_finds_sql() -> None:
@@ -409,7 +409,7 @@ def test_one_door_into_the_frontier() -> None:
     frontier, and only the frontier scheduler makes it (as the run starts)."""
     offenders = {}
     for path in _modules():
-        found = frontier_additions(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        found = frontier_additions(tree_of(path))
         if path == DOOR:
             found = [what for what in found if not what.endswith("frontier.add")]
         if path in FRONTIER_MAKERS:
@@ -417,7 +417,7 @@ def test_one_door_into_the_frontier() -> None:
         if found:
             offenders[str(path.relative_to(PACKAGE.parent))] = found
     assert offenders == {}, "queue URLs through the crawl's Admission (searchcrawl/crawl/requests.py ``queue``)"
-    assert any(what.endswith("frontier.add") for what in frontier_additions(ast.parse(DOOR.read_text(encoding="utf-8"))))
+    assert any(what.endswith("frontier.add") for what in frontier_additions(tree_of(DOOR)))
 
 
 def test_the_scan_finds_additions_to_a_frontier() -> None:

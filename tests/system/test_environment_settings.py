@@ -16,6 +16,7 @@ import searchcrawl.settings as project_settings
 from searchcrawl.system import secrets
 from searchcrawl.system.environment_settings import from_environment, ignored_variables, ignored_warning, setting_names
 from tests.conftest import ROOT, run_scrapy
+from tests.syntax_trees import package_modules, tree_of
 
 DEFAULTS = vars(project_settings)
 # the settings the issue found ignored when set in the environment
@@ -95,8 +96,8 @@ def test_a_setting_that_is_not_text_is_read_with_a_typed_getter() -> None:
     # its reader takes "auto" as well as a number (ops/local_fleet.process_count)
     allowed = {("searchcrawl/ops/local_fleet.py", "SEARCHCRAWL_PROCESSES")}
     found = []
-    for path in sorted((ROOT / "searchcrawl").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path in package_modules():
+        tree = tree_of(path)
         for node in ast.walk(tree):
             name = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:

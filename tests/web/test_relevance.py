@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.ranking_rules import (
     MAX_PINNED,
     BestBet,

@@ -11,6 +11,7 @@ import pytest
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.web.roles import AdminUser, Permission, Role, RoleError, RoleMap, may, principal_list
 from tests.conftest import ROOT
+from tests.syntax_trees import tree_of
 
 
 def test_each_role_grants_its_permissions() -> None:
@@ -58,7 +59,7 @@ def test_every_gate_asks_for_a_permission_by_name() -> None:
     one is given); None, any session, only where logging out."""
     found = []
     for path in sorted((ROOT / "searchcrawl" / "web").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path)
         for function in ast.walk(tree):
             if not isinstance(function, ast.AsyncFunctionDef | ast.FunctionDef):
                 continue

@@ -10,7 +10,7 @@ import pytest
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import DOCUMENTS
+from searchcrawl.index.solr_client import DOCUMENTS
 from searchcrawl.search.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.search.query import (
     SPELL_FIELD,

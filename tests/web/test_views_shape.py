@@ -8,9 +8,10 @@ with their reasons."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-WEB = Path(__file__).resolve().parents[2] / "searchcrawl" / "web"
+from tests.syntax_trees import PACKAGE, tree_of
+
+WEB = PACKAGE / "web"
 # the views of each audience
 VIEWS = {
     "search_views",  # searchers: the search page, suggestions while typing
@@ -36,7 +37,7 @@ VIEW_TO_VIEW: dict[tuple[str, str], str] = {
 
 
 def tree(name: str) -> ast.Module:
-    return ast.parse((WEB / f"{name}.py").read_text(encoding="utf-8"))
+    return tree_of(WEB / f"{name}.py")
 
 
 def modules() -> list[str]:

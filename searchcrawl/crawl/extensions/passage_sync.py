@@ -24,7 +24,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.ops.local_fleet import started_by_a_crawl
 
 if TYPE_CHECKING:  # numpy and the models are imported only where semantic search is on

@@ -55,7 +55,8 @@ from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
 from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.crawl.signals import run_ended, run_started
-from searchcrawl.index.indexer import IndexingError, PushResult, SolrPusher, push_with_retries
+from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries
+from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome, State
 from searchcrawl.rules.maintenance import deletion_guard

@@ -28,7 +28,7 @@ from scrapy.settings import BaseSettings
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 from searchcrawl.system import paths

@@ -166,22 +166,21 @@ class SiteAuthMiddleware:
             if response.status < 300:
                 self.accepted.add(origin)
             return response
-        digest = any(c.rule.type == "digest" for c in mine)
-        answered = request.meta.get(AUTH_ANSWERED) == request.url and request.meta.get(AUTH_SENT)
-        unanswerable = False
-        if digest and response.status == 401 and not answered:
-            retry = self.answer_digest(request, response, origin)  # robots.txt's too: its rules are behind it
-            if retry is not None:
-                return retry
-            unanswerable = True
-        elif response.status == 401 and any(c.rule.type == "ntlm" for c in mine) and not request.meta.get(AUTH_SENT):
-            unanswerable = True  # the download handler found no NTLM or Negotiate challenge it could answer
+        retry = self.challenge_answered(request, response, origin, mine)
+        if isinstance(retry, Request):
+            return retry
+        unanswerable = retry
         if request.meta.get(ROBOTS_REQUEST):
             return response  # robots.txt refused: its own rules (a 4xx allows all); the pages will say
         if unanswerable:
             logger.error("%s asks for credentials this crawl cannot give (%s)", origin, _schemes(response))
         if response.status == 403 and origin in self.accepted:
             return response  # one page the account may not see, on a site that took the credentials
+        raise self.refusal(origin, response.status)
+
+    def refusal(self, origin: str, status: int) -> RequestRefused:
+        """The origin refused the credentials (once more in a row: at ``refused_limit``, said
+        once, and its other URLs are not requested in this crawl)."""
         self.refused[origin] += 1
         self.crawler.stats.inc_value("searchcrawl/auth_refused")
         if self.refused[origin] == self.refused_limit:
@@ -190,14 +189,23 @@ class SiteAuthMiddleware:
                 "in this crawl; check the secret of its [[auth]] table",
                 origin,
                 self.refused[origin],
-                response.status,
+                status,
             )
-        raise RequestRefused(
-            Status.AUTH_REFUSED,
-            f"HTTP {response.status}: {origin} refused the source's credentials",
-            event=Event.FAILED,
-            counted=False,
+        return RequestRefused(
+            Status.AUTH_REFUSED, f"HTTP {status}: {origin} refused the source's credentials", event=Event.FAILED, counted=False
         )
+
+    def challenge_answered(self, request: Request, response: Response, origin: str, mine: list[Credentials]) -> Request | bool:
+        """A 401's challenge answered (the request again, with digest credentials: robots.txt's
+        too, its rules are behind it), or whether it asks for credentials this crawl cannot give
+        (a digest challenge it cannot answer, or answered already; no NTLM or Negotiate challenge
+        the download handler could answer)."""
+        digest = any(c.rule.type == "digest" for c in mine)
+        answered = request.meta.get(AUTH_ANSWERED) == request.url and request.meta.get(AUTH_SENT)
+        if digest and response.status == 401 and not answered:
+            retry = self.answer_digest(request, response, origin)
+            return retry if retry is not None else True
+        return response.status == 401 and any(c.rule.type == "ntlm" for c in mine) and not request.meta.get(AUTH_SENT)
 
     def answer_digest(self, request: Request, response: Response, origin: str) -> Request | None:
         """The request sent again answering the 401's digest challenge (kept for the origin's

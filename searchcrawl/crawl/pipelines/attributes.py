@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,7 +38,7 @@ from searchcrawl.content.field_rules import FieldRules
 from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -72,6 +73,19 @@ def checksum_basis(title: str, text: str, body: bytes | None, raw: bool) -> str 
     return f"{title}\n{text}"
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """What a document's own form says, before the source's mapping: the named values found
+    (meta tags, a converter's metadata), the attributes read, the main text when the checksum is
+    taken over it, an HTML page's text by its regions (with its prose) and its field rules' values."""
+
+    found: dict[str, str]
+    attributes: dict[str, Any]
+    main: str | None = None
+    regioned: RegionText | None = None
+    ruled: dict[str, Any] = field(default_factory=dict)
+
+
 class AttributesPipeline:
     """Title, text and attributes of each document (see the module's docstring), by the source's
     settings, its display URL rules, and the converter for files other than HTML (made on first use)."""
@@ -90,69 +104,105 @@ class AttributesPipeline:
         return cls(source_of(crawler).settings, lambda: stores.converter)
 
     async def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        """The attributes stage, in named steps: what the document's own form says, the source's
+        mapping over it, the text to index (or the document dropped), then its frozen result."""
         if item.access_update:  # only its access changed: nothing to extract
             return item
-        settings = self.settings
-        basis: str | None = None  # the main text, when the checksum is taken over it
-        regioned: RegionText | None = None  # the page's text by its regions, and its prose
-        ruled: dict[str, Any] = {}  # the source's field rules' values (HTML only)
+        extracted = await self.extract(item)
+        attributes = self.attributes_of(item, extracted)
+        content = self.text_to_index(item, attributes)
+        item.converted = self.converted_document(item, attributes, extracted.main, content)
+        item.body = None  # read: the checksum's basis holds it when it is taken over the bytes
+        return item
+
+    async def extract(self, item: CrawledDocument) -> Extracted:
+        """What the document's own form says: an HTML page's tree, a converted file, plain text.
+        The spider's input is let go once read (a tree can be large)."""
         if item.tree is not None:
-            ruled = self.field_rules.fields(item.tree, item.url)
-            found = meta_tags(item.tree)
-            attributes, regioned = self.html(item)
-            if settings.main_text or settings.checksum_of == "main_text":
-                main = main_text(item.tree)
-                if main and settings.main_text:
-                    attributes["content"] = main
-                basis = main if settings.checksum_of == "main_text" else None
-            item.tree = item.region_text = None  # the tree can be large; nothing after this needs it
-        elif item.body is not None:
+            extracted = self.from_html(item)
+            item.tree = item.region_text = None
+            return extracted
+        if item.body is not None:
             found, attributes = await self.converted(item)
-        else:
-            found, attributes = {}, text_attributes(item.text or "", item.url, item.headers)
-            item.text = None
-        if item.metadata:  # an agent's named values, mapped as meta tags are
-            found = {**found, **item.metadata}
+            return Extracted(found, attributes)
+        extracted = Extracted({}, text_attributes(item.text or "", item.url, item.headers))
+        item.text = None
+        return extracted
+
+    def from_html(self, item: CrawledDocument) -> Extracted:
+        """An HTML page's meta tags, attributes, main text (when the source indexes it or takes
+        the checksum over it), text by its regions and the source's field rules' values."""
+        settings = self.settings
+        ruled = self.field_rules.fields(item.tree, item.url)
+        attributes, regioned = self.html(item)
+        main: str | None = None
+        if settings.main_text or settings.checksum_of == "main_text":
+            text = main_text(item.tree)
+            if text and settings.main_text:
+                attributes["content"] = text
+            main = text if settings.checksum_of == "main_text" else None
+        return Extracted(meta_tags(item.tree), attributes, main, regioned, ruled)
+
+    def attributes_of(self, item: CrawledDocument, extracted: Extracted) -> dict[str, Any]:
+        """The source's attribute mapping over the named values found (an agent's too), its field
+        rules, what the agent knows (it wins over extraction), the prose; every field cleaned
+        before anything reads it (the checksum, Solr)."""
+        settings = self.settings
+        found = {**extracted.found, **item.metadata} if item.metadata else extracted.found
+        attributes = dict(extracted.attributes)
         attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
-        attributes.update(ruled)
-        attributes.update(item.given)  # what the agent knows wins over what extraction found
+        attributes.update(extracted.ruled)
+        attributes.update(item.given)
+        regioned = extracted.regioned
         if regioned is not None and regioned.prose is not None and attributes.get("content") == regioned.text:
             # the text less its link lists, what snippets and passages are made of (never searched):
             # only where the content is still the regions' text (not main_text's, not an agent's)
             attributes.update(prose=regioned.prose, has_prose=True)
-        attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
-        basis = clean_text(basis) if basis else basis
-        content = attributes.get("content") or ""
-        if item.body is not None and content and not has_words(content):
+        return clean_fields(attributes)
+
+    def text_to_index(self, item: CrawledDocument, attributes: dict[str, Any]) -> str:
+        """The text to index (a converted text without a letter or digit is none); a document
+        with neither text nor title is dropped, and so is a converted one without text (an
+        image, an empty sheet, a scan without OCR) unless the source indexes its metadata and
+        file name (``index_without_text``)."""
+        content: str = attributes.get("content") or ""
+        converted = item.body is not None
+        if converted and content and not has_words(content):
             logger.debug("No letter or digit in the text of %s (%d characters): a document without text", item.url, len(content))
             content = attributes["content"] = ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
-        # a converted document without text (an image, an empty sheet, a scan without OCR): its
-        # metadata and file name, when the source indexes such documents
-        without_text = item.body is not None and not content
-        if without_text and not settings.index_without_text:
-            self.drop(item, Status.EMPTY, "no text to index (index_without_text is false)")
-        if without_text:
+        if converted and not content:
+            if not self.settings.index_without_text:
+                self.drop(item, Status.EMPTY, "no text to index (index_without_text is false)")
             note = "indexed without text: its metadata and file name"
             item.note = f"{item.note}; {note}" if item.note else note
+        return content
+
+    def converted_document(
+        self, item: CrawledDocument, attributes: dict[str, Any], main: str | None, content: str
+    ) -> ConvertedDocument:
+        """The stage's frozen result: the description fallback, the Solr document with its display
+        URL, what the checksum is taken over, and whether the language is still to be detected."""
+        settings = self.settings
         if settings.description_fallback and not attributes.get("description") and content:
             start = attributes.get("prose") or content  # a page's first words, not its first links
             attributes["description"] = start[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
-        item.detect_language = settings.detect_language and not attributes.get("language")
         if item.body is not None and content and not identifies(content):
             logger.debug(
                 "Text of %s too short to identify it (%d characters): indexed, its checksum over its bytes",
                 item.url,
                 len(content),
             )
-        item.checksum_basis = checksum_basis(
-            attributes.get("title") or "", basis or content, item.body, settings.checksum_of == "raw"
+        basis = checksum_basis(
+            attributes.get("title") or "",
+            (clean_text(main) if main else None) or content,
+            item.body,
+            settings.checksum_of == "raw",
         )
-        item.body = None
-        item.fields = solr_document(item.source, item.url, attributes, item.headers)
-        item.fields["display_url"] = item.given.get("display_url") or self.display_urls.display_url(item.url)
-        return item
+        display_url = item.given.get("display_url") or self.display_urls.display_url(item.url)
+        fields = {**solr_document(item.source, item.url, attributes, item.headers), "display_url": display_url}
+        return ConvertedDocument(fields, basis, display_url, settings.detect_language and not attributes.get("language"))
 
     def html(self, item: CrawledDocument) -> tuple[dict[str, Any], RegionText | None]:
         """An HTML page's attributes, its text by the source's regions (read by the spider already,

@@ -54,7 +54,8 @@ class CachePipeline:
         if item.access_update:
             return self.cache_access_update(item)
         table = self.documents
-        display_url = item.fields["display_url"]
+        assert item.converted is not None, "the attributes stage comes first (ITEM_PIPELINES)"
+        display_url = item.converted.display_url
         self.ledger.flush_for("display_url", display_url)  # an owner waiting for its batch is one
         owner = table.display_url_owner(item.source, display_url)
         if owner is not None and owner != item.url:

@@ -44,14 +44,19 @@ class ChecksumPipeline:
     what tells a passage made from an older text, whatever the checksum is taken over."""
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        """The checksum stage: the item's Solr document, its converted fields with the checksum,
+        the digest of its text and its access fields."""
         if item.access_update:
             return item
-        content = text_checksum(item.checksum_basis or item.fields.get("content", ""))
-        item.fields["checksum"] = versioned(content, item.access)
-        item.fields[TEXT_DIGEST] = text_digest(item.fields)
+        converted = item.converted
+        assert converted is not None, "the attributes stage comes first (ITEM_PIPELINES)"
+        fields = dict(converted.fields)
+        content = text_checksum(converted.checksum_basis or fields.get("content", ""))
+        fields["checksum"] = versioned(content, item.access)
+        fields[TEXT_DIGEST] = text_digest(fields)
         if item.access is not None:
-            item.fields.update(item.access.fields())
-        item.checksum_basis = ""
+            fields.update(item.access.fields())
+        item.fields = fields
         return item
 
 

@@ -1,7 +1,7 @@
 """LanguagePipeline: the language of a document that nothing declared one for, detected from its
 text once the document is known to be indexed.
 
-AttributesPipeline marks such a document (``CrawledDocument.detect_language``); this runs after
+AttributesPipeline marks such a document (``ConvertedDocument.detect_language``, frozen); this runs after
 ChangePipeline, so an unchanged page or a duplicate, dropped there, never needs it. Detection
 itself is cheap, its model is not: loading it costs a process about 0.08 s of CPU (numpy, and
 68 MB of tables mapped from the user's cache, searchcrawl/content/language_detection.py), a
@@ -22,8 +22,7 @@ class LanguagePipeline:
         return cls()
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        if item.detect_language:
-            item.detect_language = False
+        if item.converted is not None and item.converted.detect_language:
             language = detect_language(item.fields.get("content") or "")
             if language is not None:
                 item.fields["language"] = language

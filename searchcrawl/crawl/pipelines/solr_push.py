@@ -13,12 +13,12 @@ pass per threshold's worth.
 Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
 when the spider opens, by the run's first process (one joining a run that others work on pushes
 them with its own later pushes); before them, the source's documents that an earlier searchcrawl
-indexed with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
+indexed with the URL as their id get their per-source id (``id_migration.migrate_ids``). A failed push leaves
 everything cached and pending; during the crawl it is retried with growing pauses. When the
 spider closes, this pipeline only finishes the push under way: the run's end pushes what is left
 (the removals too, past the mass-deletion guard), a few times more when Solr fails, and then the
 next crawl takes over (extensions/run_end.py). Documents Solr refuses one by one are not pending:
-they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a worker thread:
+they get status 924 (``push.push_pending``). Solr calls block, so they run in a worker thread:
 the crawl never waits on Solr.
 """
 
@@ -38,7 +38,7 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, solr_pushed
-from searchcrawl.index.indexer import PushResult, SolrPusher
+from searchcrawl.index.push import PushResult, SolrPusher
 from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
@@ -53,15 +53,13 @@ def make_pusher(settings: BaseSettings, source: Source, stores: Stores, ledger: 
     at the run's end asked Solr again, and said a refused migration twice and a failed one at
     every attempt of the last push."""
     return SolrPusher(
-        source.name,
-        ledger.table,
+        ledger,
         stores.cache,
         stores.index,
         max_docs=settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS"),
         max_bytes=settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES"),
         preserve_cache=source.settings.preserve_cache,
         requests_at_once=max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS")),
-        ledger=ledger,
     )
 
 

@@ -21,7 +21,7 @@ from searchcrawl.crawl.extensions.progress_report import ProgressReport, current
 from searchcrawl.crawl.middlewares.site_pause import SitePauseMiddleware
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
 from searchcrawl.crawl.signals import solr_pushed
-from searchcrawl.index.indexer import PushResult
+from searchcrawl.index.push import PushResult
 from searchcrawl.store.progress import RunProgress
 from tests.components import start_run, stores_of
 

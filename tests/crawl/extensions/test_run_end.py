@@ -349,10 +349,10 @@ def test_the_crawl_migrates_solr_ids_once_for_its_pushes_and_its_last(crawler_of
     """The Solr pipeline's pushes and the run's last push are one pusher's: the migration of the
     ids before the first push is asked of Solr once a crawl, not again at its end."""
     from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
-    from searchcrawl.index import indexer
+    from searchcrawl.index import push
 
     asked: list[str] = []
-    monkeypatch.setattr(indexer, "migrate_ids", lambda index, source, **kwargs: asked.append(source) or 0)
+    monkeypatch.setattr(push, "migrate_ids", lambda index, source, **kwargs: asked.append(source) or 0)
     crawler = crawler_of()
     _runs, run, frontier = attached(crawler)
 

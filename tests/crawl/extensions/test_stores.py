@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store import Database, DocumentTable
 from tests.components import UNREACHABLE_SOLR
 

@@ -13,7 +13,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import stores_of
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -32,7 +32,8 @@ def document(url: str, checksum: str = "c1", display_url: str | None = None, **o
         "content": "Some text",
         "checksum": checksum,
     }
-    return CrawledDocument("unit", url, 1, {}, fields=fields, **options)  # type: ignore[arg-type]
+    converted = ConvertedDocument(fields, "", fields["display_url"])  # the attributes stage's, as the cache writer reads it
+    return CrawledDocument("unit", url, 1, {}, converted=converted, fields=fields, **options)  # type: ignore[arg-type]
 
 
 def test_a_document_is_cached_and_marked_pending(crawler_of) -> None:

@@ -12,7 +12,7 @@ import pytest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.access.tokens import Access, Grant
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
 from searchcrawl.crawl.pipelines.attributes import checksum_basis
 from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline, access_update, content_of, versioned
 from tests.components import close_stores, source_crawler
@@ -26,7 +26,8 @@ def pipeline(tmp_path: Path) -> Iterator[ChecksumPipeline]:
 
 
 def item(basis: str | bytes = "", **fields: object) -> CrawledDocument:
-    return CrawledDocument("unit", "http://h.test/a.html", 0, {}, checksum_basis=basis, fields=dict(fields))
+    converted = ConvertedDocument(fields, basis, "http://h.test/a.html")
+    return CrawledDocument("unit", "http://h.test/a.html", 0, {}, converted=converted)
 
 
 def sha256(data: bytes) -> str:
@@ -36,7 +37,7 @@ def sha256(data: bytes) -> str:
 def test_the_checksum_is_taken_over_the_basis_the_attributes_pipeline_chose(pipeline: ChecksumPipeline) -> None:
     done = pipeline.process_item(item("Title\nSome text é", content="other"))
     assert done.fields["checksum"] == sha256("Title\nSome text é".encode())
-    assert done.checksum_basis == ""  # not kept with the item once used
+    assert done.converted is not None and "checksum" not in done.converted.fields  # the attributes stage's result stays
     assert done.fields["content"] == "other"
 
 

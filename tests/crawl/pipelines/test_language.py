@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl import settings as project_settings
@@ -26,6 +27,12 @@ TEXT = "Cats and dogs have lived with people for thousands of years, and they st
 
 def text_item(url: str = "http://h.test/notes.txt", **headers: str) -> CrawledDocument:
     return CrawledDocument("unit", url, 1, {"content-type": "text/plain", **headers}, text=TEXT)
+
+
+def attributed(crawler: Crawler, item: CrawledDocument) -> CrawledDocument:
+    """``item`` through the stages before the change check: attributes, checksum."""
+    item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(item))
+    return build_from_crawler(ChecksumPipeline, crawler).process_item(item)
 
 
 @pytest.fixture
@@ -52,19 +59,17 @@ def test_it_runs_after_the_change_check_and_before_the_cache() -> None:
 
 def test_an_undeclared_language_is_detected_after_the_attributes(crawler_of, loads) -> None:
     crawler = crawler_of()
-    item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(text_item()))
-    assert item.detect_language and "language" not in item.fields and not loads
+    item = attributed(crawler, text_item())
+    assert item.converted is not None and item.converted.detect_language
+    assert "language" not in item.fields and not loads
     item = build_from_crawler(LanguagePipeline, crawler).process_item(item)
-    assert item.fields["language"] == "en" and not item.detect_language and loads == [1]
+    assert item.fields["language"] == "en" and loads == [1]
+    assert "language" not in item.converted.fields  # the attributes stage's result stays as it made it
 
 
 def test_a_declared_language_or_detection_off_is_left_alone(crawler_of, loads) -> None:
-    declared = asyncio.run(
-        build_from_crawler(AttributesPipeline, crawler_of()).process_item(text_item(**{"content-language": "de"}))
-    )
-    off = asyncio.run(
-        build_from_crawler(AttributesPipeline, crawler_of(SOURCE + "detect_language = false\n")).process_item(text_item())
-    )
+    declared = attributed(crawler_of(), text_item(**{"content-language": "de"}))
+    off = attributed(crawler_of(SOURCE + "detect_language = false\n"), text_item())
     pipeline = build_from_crawler(LanguagePipeline, crawler_of())
     assert pipeline.process_item(declared).fields["language"] == "de"
     assert "language" not in pipeline.process_item(off).fields
@@ -73,8 +78,7 @@ def test_a_declared_language_or_detection_off_is_left_alone(crawler_of, loads) -
 
 def test_an_unchanged_document_never_loads_the_model(crawler_of, loads) -> None:
     crawler = crawler_of()
-    item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(text_item()))
-    item = build_from_crawler(ChecksumPipeline, crawler).process_item(item)
+    item = attributed(crawler, text_item())
     item.previous = {"checksum": item.fields["checksum"], "last_modified": None, "etag": None, "state": "indexed"}
     with pytest.raises(NotIndexed):
         build_from_crawler(ChangePipeline, crawler).process_item(item)
