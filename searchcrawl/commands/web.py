@@ -31,7 +31,7 @@ from searchcrawl.crawl.own_services import own_service_environ
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config, retrieval_config
+from searchcrawl.search.answers import ANSWERS_API_KEY, AnswerConfig, answer_config, retrieval_config
 from searchcrawl.system import paths, secrets
 
 if TYPE_CHECKING:  # the web application is imported when the command runs
@@ -202,6 +202,12 @@ def _click_key(path: str) -> bytes:
         raise UsageError(f"SEARCHCRAWL_WEB_CLICK_KEY_FILE: {exc}") from None
 
 
+def _extractive_config(settings: BaseSettings) -> AnswerConfig | None:
+    """The passages' retrieval for extractive answers (search/extractive.py), None when
+    SEARCHCRAWL_ANSWERS_EXTRACTIVE is off."""
+    return retrieval_config(settings.get) if settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None
+
+
 class Command(ScrapyCommand):
     requires_project = True
 
@@ -303,7 +309,7 @@ class Command(ScrapyCommand):
             embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
-            extractive=retrieval_config(settings.get) if settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None,
+            extractive=_extractive_config(settings),
             roles=roles,
             oidc=oidc,
             saml=saml,

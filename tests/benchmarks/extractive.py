@@ -27,7 +27,7 @@ from typing import Any
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import AnswerConfig, answer
 from searchcrawl.search.evaluation import grade_of
 from searchcrawl.search.extractive import is_question, marked_sentences, with_extract

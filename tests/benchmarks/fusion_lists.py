@@ -23,7 +23,7 @@ from typing import Any
 import pysolr
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
 from searchcrawl.search.evaluation import means, read_qrels, read_queries, score_run

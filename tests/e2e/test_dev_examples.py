@@ -29,7 +29,7 @@ from searchcrawl.commands.web import oidc_config, public_origins_of, saml_config
 from searchcrawl.dev.examples import EXAMPLES, SERVICES
 from searchcrawl.dev.servers.oidc_node import sign_in
 from searchcrawl.dev.servers.simplesamlphp import sign_in as saml_sign_in
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import answer, answer_config
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.query import search_params

@@ -14,7 +14,7 @@ import requests
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, Answer, AnswerConfig, answer
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
