@@ -2,7 +2,8 @@
 may read, its answering sentence marked and cited, with no model server; a page withheld from the
 searcher, or a passage older than its page, is never quoted; the search page, the JSON API and the
 agents' answer tool show it; with a model server its prompt is led by it. Without a model server
-explain-answer explains it (the command and the administration's page)."""
+explain-answer explains it (the command and the administration's page); a question's search page
+embeds its query once and shows the extract on its first page only."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, Answer, AnswerConf
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port
 from tests.e2e.test_agent_endpoint import call
@@ -169,3 +171,26 @@ def test_explain_answer_explains_the_extract_without_a_model_server(project, kep
     assert "Answers are off" not in report and "granted: public" in report, report
     assert ">> Parking permits are free at the gate office." in report and " at ;" not in report
 
+
+def test_a_question_is_embedded_once_and_extracted_on_its_first_page_only(project, kept_apart, monkeypatch) -> None:  # noqa: F811
+    """Review of issue 93: a question's search page embedded the query and ran the kNN query for
+    its hits, then again for its extract, on every page of results. Now once a request
+    (hybrid.py ``SemanticSearch.for_request``), and the extract on the first page only."""
+    source, _index = kept_apart
+    embedded: list[list[str]] = []
+    embed = WordLlamaEmbedder.embed
+
+    def counted(self: WordLlamaEmbedder, texts: list[str]) -> object:
+        embedded.append(list(texts))
+        return embed(self, texts)
+
+    monkeypatch.setattr(WordLlamaEmbedder, "embed", counted)
+    web = client(project, embeddings="wordllama", extractive=NO_MODEL)
+    question = {"q": "When is parking free?", "source": source}
+    embedded.clear()  # the model's check at start
+    first = web.get("/", params=question).text
+    assert "<mark>Parking permits are free at the gate office.</mark>" in first
+    assert embedded == [["When is parking free?"]]
+    embedded.clear()
+    second = web.get("/", params={**question, "page": "2"}).text
+    assert "answer-extract" not in second and embedded == [["When is parking free?"]]
