@@ -7,8 +7,9 @@ admitted its document (the explain-access decision), sent (and as which number) 
 why (below the similarity threshold, over the budget); the passages nearest the question that USER
 may not read, each with the decision that refused it (the administrator's view: untrimmed, never
 shown to a searcher); the prompt's size, the model, the time it took, the model's text as it came,
-and the sentences kept. Exit 2 when answers or semantic search are off, 1 when Solr or the model
-failed (a model's failure after all the rest is printed)."""
+and the sentences kept; without a model server (SEARCHCRAWL_ANSWERS_URL empty), the extractive
+answer alone. Exit 2 when semantic search is off, or both the model's and the extractive answers
+are; 1 when Solr or the model failed (a model's failure after all the rest is printed)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands.search import principals_of
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
-from searchcrawl.search.answer_explanation import explain_answer
-from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config
-from searchcrawl.search.extractive import with_extract
+from searchcrawl.search.answer_explanation import ANSWERS_OFF, explain_answer, explained_with
+from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config, retrieval_config
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.system import paths, secrets
 
@@ -45,7 +45,8 @@ class Command(ScrapyCommand):
             raise UsageError("a user (or public) and a question are needed")
         assert self.settings is not None
         user, question = args[0], " ".join(args[1:])
-        config = answer_config(self.settings.get, secrets.secret(ANSWERS_API_KEY))
+        extractive = retrieval_config(self.settings.get) if self.settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None
+        chosen = explained_with(answer_config(self.settings.get, secrets.secret(ANSWERS_API_KEY)), extractive)
         solr = SolrIndex(paths.solr_url(self.settings), timeout=60, auth=paths.solr_auth(self.settings))
         semantic = semantic_search(
             self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
@@ -53,14 +54,13 @@ class Command(ScrapyCommand):
             solr,
             self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
         )
-        if config is None or semantic is None:
-            print("searchcrawl: answers are off: SEARCHCRAWL_ANSWERS_URL and SEARCHCRAWL_EMBEDDINGS must both be set")
+        if chosen is None or semantic is None:
+            print(f"searchcrawl: answers are off: {ANSWERS_OFF}")
             self.exitcode = 2
             return
         principals = principals_of(self.settings, None if user == "public" else user)
         try:
-            lead = with_extract if self.settings.getbool("SEARCHCRAWL_ANSWERS_EXTRACTIVE") else None
-            explained = explain_answer(solr, semantic.active(), principals, question, config, lead)
+            explained = explain_answer(solr, semantic.active(), principals, question, *chosen)
         except IndexingError as exc:
             print(f"searchcrawl: Solr did not answer: {exc.reason}")
             self.exitcode = 1

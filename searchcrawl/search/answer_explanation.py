@@ -23,14 +23,21 @@ from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.solr_client import PASSAGES, SolrIndex
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, SourceWords, answer, dropped_because, sentences_of
+from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
+from searchcrawl.system.translations import N_
 
 WITHHELD_SHOWN = 10  # nearest passages the searcher may not read, listed
 NOT_INDEXED = "its document is not in the index"
 REFUSED = "not permitted"
 GAINED = "readable now; its passages are not updated yet"
+# why explain-answer explains nothing (the command's, and the administration's page, translated)
+ANSWERS_OFF = N_(
+    "SEARCHCRAWL_EMBEDDINGS must be set, and SEARCHCRAWL_ANSWERS_URL or SEARCHCRAWL_ANSWERS_EXTRACTIVE (on by default)"
+)
+Lead = Callable[[Answer], None]  # answers.py ``answer``'s lead: extractive.py ``with_extract``
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,13 @@ def explain_answer(
     principals: Principals,
     question: str,
     config: AnswerConfig,
-    lead: Callable[[Answer], None] | None = None,
+    lead: Lead | None = None,
 ) -> AnswerExplanation:
     """The explanation (see the module's docstring). Raises IndexingError when Solr fails; a model
     that fails is in ``AnswerExplanation.failed`` and its last line. ``lead``: the extractive
     answer's (extractive.py ``with_extract``) where it is on, as the page asks: its extract is
-    shown, and leads the prompt explained."""
+    shown, and leads the prompt explained. A ``config`` without a URL (``explained_with``: no model
+    server) explains the extract alone: no prompt, no model."""
     who = principals.user or "public"
     lines = [f"Question: {question}"]
     lines.append(
@@ -85,10 +93,13 @@ def explain_answer(
         lines.append(f"Extract, from [{result.extract.source.number}] (answering sentences marked):")
         lines.extend(f"  {'>> ' if marked else '   '}{text}" for text, marked in result.extract.sentences)
     lines.append("")
-    lines.append(
-        f"Model: {config.model or '(the server default)'} at {config.url};"
-        f" prompt {result.prompt_chars} characters; {result.seconds:.2f} s"
-    )
+    if config.url:
+        lines.append(
+            f"Model: {config.model or '(the server default)'} at {config.url};"
+            f" prompt {result.prompt_chars} characters; {result.seconds:.2f} s"
+        )
+    else:
+        lines.append(f"Model: none (no SEARCHCRAWL_ANSWERS_URL): the extract is the answer; {result.seconds:.2f} s")
     if result.raw:
         lines.append("The model's text:")
         lines.append("  " + " ".join(result.raw.split()))
@@ -107,9 +118,21 @@ def explain_answer(
         lines.extend(f"  {text} {' '.join(f'[{n}]' for n in cites)}" for text, cites in result.sentences)
     elif failed:
         lines.append(f"No answer: the model did not answer ({failed}); {who} gets the hits alone.")
-    else:
+    elif result.refused:
         lines.append(result.refused)  # NO_ANSWER, or "No answer: " and the check's reason
     return AnswerExplanation(lines, failed)
+
+
+def explained_with(answers: AnswerConfig | None, extractive: AnswerConfig | None) -> tuple[AnswerConfig, Lead | None] | None:
+    """What explain-answer explains, as the search page answers (web/context.py ``answer``): the
+    model's answer (``answers``: SEARCHCRAWL_ANSWERS_URL set), led by the extract where extractive
+    answers are on; else the extract alone (``extractive``: the retrieval configuration, no model);
+    None when both are off. Every answer a searcher can be shown can be explained."""
+    if answers is not None:
+        return answers, with_extract if extractive is not None else None
+    if extractive is not None:
+        return extractive, with_extract
+    return None
 
 
 def documents_access(solr: SolrIndex, ids: Iterable[str]) -> dict[str, Access | None]:

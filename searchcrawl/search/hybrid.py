@@ -28,8 +28,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
@@ -44,9 +44,13 @@ from searchcrawl.semantic.embedders import (
     field_name,
     model_floor,
     model_key,
+    numpy,
 )
 from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, knn_weight, query_shape, reciprocal_rank_fusion
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, complete, has_passages
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +114,32 @@ class SemanticSearch:
                 except IndexingError as exc:
                     logger.debug("Whether %s is complete is not known (%s)", self.current.model_id, exc.reason)
         return self.current if self._switched else self.previous
+
+    def for_request(self) -> SemanticSearch:
+        """This search for one request (the search page's): the model ``active`` now, whose
+        embeddings are remembered for the request alone (``RememberingEmbedder``), so that its
+        kNN query and its extractive answer embed the query once, not twice."""
+        model = self.active()
+        return SemanticSearch(replace(model, embedder=RememberingEmbedder(model.embedder)), k=self.k, window=self.window)
+
+
+class RememberingEmbedder:
+    """An embedder that embeds each text once: made for one request (``SemanticSearch.for_request``)
+    and dropped with it, never shared between requests or searchers (a vector tells of the query)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.model_id = embedder.model_id
+        self.dimension = embedder.dimension
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return self.embedder.embed(texts)
+        missing = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return numpy().stack([self.vectors[text] for text in texts])
 
 
 @dataclass

@@ -19,9 +19,9 @@ from searchcrawl.ops import daily_summary
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.status_codes import describe
+from searchcrawl.search.answer_explanation import ANSWERS_OFF, explained_with
 from searchcrawl.search.answer_explanation import explain_answer as explain_answer_lines
 from searchcrawl.search.answers import MAX_QUESTION_CHARS
-from searchcrawl.search.extractive import with_extract
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import run_report
@@ -29,6 +29,7 @@ from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
 from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import translated
 from searchcrawl.web import admin, pictures
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.metrics_endpoint import metrics_response
@@ -205,15 +206,12 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
     user, question = str(form.get("user", "")).strip()[:256], str(form.get("question", "")).strip()[:MAX_QUESTION_CHARS]
     if not user or not question:
         ok, text = False, _("Give a user name (or public) and a question.")
-    elif ctx.config.answers is None or ctx.semantic is None:
-        ok, text = False, _("Answers are off: SEARCHCRAWL_ANSWERS_URL and SEARCHCRAWL_EMBEDDINGS must both be set.")
+    elif (chosen := explained_with(ctx.config.answers, ctx.config.extractive)) is None or ctx.semantic is None:
+        ok, text = False, _("Answers are off: %(why)s.", why=translated(ANSWERS_OFF))
     else:
         principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
         try:
-            lead = with_extract if ctx.config.extractive is not None else None
-            explained = await in_thread(
-                explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, ctx.config.answers, lead
-            )
+            explained = await in_thread(explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, *chosen)
             ok, text = not explained.failed, "\n".join(explained.lines)
         except IndexingError as exc:
             ok, text = False, _("Solr did not answer: %(reason)s", reason=exc.reason)

@@ -78,8 +78,9 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     query = SearchRequest.from_params(request.query_params)
     try:
         rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
+        semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
         page = await in_thread(
-            run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules, None, ctx.semantic
+            run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules, None, semantic
         )
     except IndexingError as exc:
         log_failed_search("API search", query.q, exc)
@@ -95,7 +96,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
     answer = api.page_json(page, api.searcher_json(principals), [item.as_json() for item in completions])
     try:
-        found = await answer_of(ctx, request, query, principals)
+        found = await answer_of(ctx, request, query, principals, semantic=semantic)
     except IndexingError as exc:
         log_failed_search("API answer", query.q, exc)
         found = None

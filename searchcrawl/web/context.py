@@ -40,7 +40,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import answers, extractive, suggestions
 from searchcrawl.search.answers import Answer, AnswerConfig
-from searchcrawl.search.hybrid import semantic_search
+from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
@@ -406,16 +406,25 @@ class WebContext:
         return self.url("/cached?" + urlencode({"id": doc_id, **({"q": query} if query else {})}))
 
     def answer(
-        self, question: str, principals: Principals, filters: list[str], params: dict[str, Any], ask_model: bool = True
+        self,
+        question: str,
+        principals: Principals,
+        filters: list[str],
+        params: dict[str, Any],
+        ask_model: bool = True,
+        semantic: SemanticSearch | None = None,
     ) -> Answer | None:
         """The answer to ``question`` from what ``principals`` may read: with ``ask_model`` and a
         model server, the model's (search/answers.py), its prompt led by the extractive answer
         when that is on; else the extractive answer alone (search/extractive.py); None when what
         is asked is off, or the model (without an extract to show instead) or Solr failed (logged
-        at most once a minute: the hits are shown alone). Never cached: each searcher's own."""
-        if self.semantic is None or not question.strip():
+        at most once a minute: the hits are shown alone). Never cached: each searcher's own.
+        ``semantic``: the request's (``SemanticSearch.for_request``: its query embedded once), else
+        the installation's."""
+        semantic = semantic or self.semantic
+        if semantic is None or not question.strip():
             return None
-        index, model = TrimmedIndex(self.solr, principals), self.semantic.active()
+        index, model = TrimmedIndex(self.solr, principals), semantic.active()
         config = self.config.answers if ask_model else None
         if config is None:
             if self.config.extractive is None:

@@ -68,10 +68,11 @@ async def search(ctx: WebContext, request: Request) -> Response:
     searcher = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
+        semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
         page = await in_thread(
-            run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, ctx.semantic
+            run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, semantic
         )
-        found = await answer_of(ctx, request, query, searcher.principals, unasked=True)
+        found = await answer_of(ctx, request, query, searcher.principals, unasked=True, semantic=semantic)
     except IndexingError as exc:
         log_failed_search("Search", query.q, exc)
         failed = render_search(

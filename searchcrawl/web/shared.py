@@ -29,6 +29,7 @@ from searchcrawl.web.sign_on import provider_principals
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
+    from searchcrawl.search.hybrid import SemanticSearch
     from searchcrawl.web.context import WebConfig, WebContext
     from searchcrawl.web.search_page import SearchRequest
 
@@ -266,18 +267,25 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
 
 
 async def answer_of(
-    ctx: WebContext, request: Request, query: SearchRequest, principals: Principals, unasked: bool = False
+    ctx: WebContext,
+    request: Request,
+    query: SearchRequest,
+    principals: Principals,
+    unasked: bool = False,
+    semantic: SemanticSearch | None = None,
 ) -> Answer | None:
     """The answer to the search's query when the request asks for one (``answer=1``: the page's
     link, the API's parameter) and answers are on; filtered as the search is. ``unasked`` (the
     search page): for a question (extractive.py ``is_question``) the extractive answer is given
-    without asking, when there is one."""
+    without asking, when there is one, on the first page only (the next pages are more hits of the
+    same question). ``semantic``: the request's own (``SemanticSearch.for_request``), whose query
+    was embedded for its hits already."""
     if not query.q:
         return None
     filters, params = query.solr_filters()
     if request.query_params.get("answer") == "1":
-        return await in_thread(ctx.answer, query.q, principals, filters, params)
-    if not unasked or not is_question(query.q):
+        return await in_thread(ctx.answer, query.q, principals, filters, params, True, semantic)
+    if not unasked or query.page > 1 or not is_question(query.q):
         return None
-    found = await in_thread(ctx.answer, query.q, principals, filters, params, False)
+    found = await in_thread(ctx.answer, query.q, principals, filters, params, False, semantic)
     return found if found is not None and found.extract is not None else None

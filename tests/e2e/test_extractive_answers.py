@@ -1,10 +1,13 @@
 """Extractive answers against the real dev Solr (issue 93, point 3): the best passage the searcher
 may read, its answering sentence marked and cited, with no model server; a page withheld from the
 searcher, or a passage older than its page, is never quoted; the search page, the JSON API and the
-agents' answer tool show it; with a model server its prompt is led by it."""
+agents' answer tool show it; with a model server its prompt is led by it. Without a model server
+explain-answer explains it (the command and the administration's page); a question's search page
+embeds its query once and shows the extract on its first page only."""
 
 from __future__ import annotations
 
+import html
 import json
 import signal
 from collections.abc import Iterator
@@ -19,12 +22,14 @@ from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, Answer, AnswerConf
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port
 from tests.e2e.test_agent_endpoint import call
 from tests.e2e.test_answers import FINANCE, SECRET_WORDS, corpus, stand_in, wordllama  # noqa: F401 - the fixtures
 from tests.e2e.test_api import api, make_token
 from tests.e2e.test_semantic_search import document
+from tests.e2e.test_web import client, login
 from tests.web_site import serve_web
 
 BONUS = "How big is the bonus pool for 2027?"
@@ -143,3 +148,49 @@ def test_a_model_that_fails_leaves_the_extract_shown(project, kept_apart, stand_
     finally:
         web.send_signal(signal.SIGTERM)
         web.wait(timeout=30)
+
+
+def test_explain_answer_explains_the_extract_without_a_model_server(project, kept_apart) -> None:  # noqa: F811
+    """Review of issue 93: with SEARCHCRAWL_EMBEDDINGS set and no SEARCHCRAWL_ANSWERS_URL the page
+    shows an extract, but `scrapy explain-answer` said "answers are off" (exit 2), and so did the
+    administration's page. Both explain it now: the passages, their grants, the extract, and no
+    model ("Model: … at ;" was printed before); off only when extractive answers are off too."""
+    question = "When is parking free?"
+    shown = project.scrapy("explain-answer", "public", question, SEARCHCRAWL_EMBEDDINGS="wordllama")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "granted: public" in shown.stdout and " at ;" not in shown.stdout and "prompt" not in shown.stdout
+    assert "Extract, from [1] (answering sentences marked):\n  >> Parking permits are free at the gate office." in shown.stdout
+    assert "Model: none (no SEARCHCRAWL_ANSWERS_URL): the extract is the answer" in shown.stdout
+    off = project.scrapy(
+        "explain-answer", "public", question, SEARCHCRAWL_EMBEDDINGS="wordllama", SEARCHCRAWL_ANSWERS_EXTRACTIVE="false"
+    )
+    assert off.returncode == 2 and "answers are off" in off.stdout, off.stdout
+    web = client(project, embeddings="wordllama", extractive=NO_MODEL)
+    csrf = login(web)
+    report = html.unescape(web.post("/admin/explain-answer", data={"csrf": csrf, "user": "public", "question": question}).text)
+    assert "Answers are off" not in report and "granted: public" in report, report
+    assert ">> Parking permits are free at the gate office." in report and " at ;" not in report
+
+
+def test_a_question_is_embedded_once_and_extracted_on_its_first_page_only(project, kept_apart, monkeypatch) -> None:  # noqa: F811
+    """Review of issue 93: a question's search page embedded the query and ran the kNN query for
+    its hits, then again for its extract, on every page of results. Now once a request
+    (hybrid.py ``SemanticSearch.for_request``), and the extract on the first page only."""
+    source, _index = kept_apart
+    embedded: list[list[str]] = []
+    embed = WordLlamaEmbedder.embed
+
+    def counted(self: WordLlamaEmbedder, texts: list[str]) -> object:
+        embedded.append(list(texts))
+        return embed(self, texts)
+
+    monkeypatch.setattr(WordLlamaEmbedder, "embed", counted)
+    web = client(project, embeddings="wordllama", extractive=NO_MODEL)
+    question = {"q": "When is parking free?", "source": source}
+    embedded.clear()  # the model's check at start
+    first = web.get("/", params=question).text
+    assert "<mark>Parking permits are free at the gate office.</mark>" in first
+    assert embedded == [["When is parking free?"]]
+    embedded.clear()
+    second = web.get("/", params={**question, "page": "2"}).text
+    assert "answer-extract" not in second and embedded == [["When is parking free?"]]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
-from searchcrawl.search.answer_explanation import GAINED, REFUSED, nearest_verdict
+from searchcrawl.search.answer_explanation import GAINED, REFUSED, explained_with, nearest_verdict
+from searchcrawl.search.answers import AnswerConfig
+from searchcrawl.search.extractive import with_extract
 
 PUBLIC = Access.public("t")
 FINANCE = Access.of([Grant.of("group:finance", "t")])
@@ -28,3 +30,14 @@ def test_a_page_refused_by_its_document_is_not_permitted_whatever_its_passages_s
 
 def test_a_page_both_grant_was_passed_over_for_its_rank_and_is_not_listed() -> None:
     assert nearest_verdict(PUBLIC, PUBLIC, VISITOR) is None
+
+
+def test_an_extract_without_a_model_server_is_explained_and_only_both_off_refuse() -> None:
+    """Review of issue 93: explain-answer refused an installation without a model server, whose
+    page shows extracts. It explains what the page answers: the model led by the extract, the
+    model alone, the extract alone; nothing only when both are off."""
+    model, extract = AnswerConfig(url="http://127.0.0.1:9/v1", model="m"), AnswerConfig(url="", model="")
+    assert explained_with(model, extract) == (model, with_extract)
+    assert explained_with(model, None) == (model, None)
+    assert explained_with(None, extract) == (extract, with_extract)
+    assert explained_with(None, None) is None

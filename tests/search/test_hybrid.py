@@ -88,3 +88,25 @@ def test_a_question_keeps_the_plain_reciprocal_rank_fusion() -> None:
     the words' (the fusion of issue 76)."""
     order = fused_order("how do I keep the crawler on my own domain", ["a", "b", "c"], ["k1", "b"])
     assert order == ["b", "a", "k1", "c"]
+
+
+def test_a_request_embeds_each_text_once_and_never_shares_its_vectors() -> None:
+    """Review of issue 93: the search page's kNN query and its extractive answer each embedded the
+    query. ``SemanticSearch.for_request`` remembers a request's vectors, for that request alone."""
+    asked: list[list[str]] = []
+
+    class Counted(Model):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            asked.append(list(texts))
+            return np.arange(len(texts) * 3, dtype=np.float32).reshape(len(texts), 3) + len(asked)
+
+    installation = SemanticSearch(SemanticModel(Counted(), 0.5), window=40)
+    request = installation.for_request()
+    model = request.active()
+    first = model.embedder.embed(["parking?"])
+    assert (model.embedder.embed(["parking?"]) == first).all() and asked == [["parking?"]]
+    both = model.embedder.embed(["leave?", "parking?", "leave?"])
+    assert asked == [["parking?"], ["leave?"]] and (both[1] == first[0]).all() and (both[0] == both[2]).all()
+    assert (request.window, model.field, model.floor) == (40, installation.active().field, 0.5)
+    installation.for_request().active().embedder.embed(["parking?"])  # another request: its own
+    assert asked[-1] == ["parking?"] and len(asked) == 3
