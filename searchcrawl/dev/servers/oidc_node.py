@@ -28,7 +28,7 @@ from urllib.parse import urljoin
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 from searchcrawl.system.paths import user_cache_dir
 
 HERE = Path(__file__).resolve().parent / "oidc_provider"
@@ -67,6 +67,7 @@ class OidcProvider:
         self.process: subprocess.Popen[bytes] | None = None
         self.log = Path(tempfile.mkstemp(prefix="oidc-provider-", suffix=".log")[1])
 
+    @stopped_on_failure
     def start(self) -> OidcProvider:
         folder = install()
         command = [
