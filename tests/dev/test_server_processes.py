@@ -1,15 +1,18 @@
-"""How the example servers (searchcrawl/dev/servers/) clean up after a start that fails, without a
-server: tests/e2e/test_dev_examples.py starts them."""
+"""How the example servers (searchcrawl/dev/servers/) clean up after a start that fails, and how
+the OpenID Connect provider is handed its client's secret, without a server:
+tests/e2e/test_dev_examples.py starts them."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 
 import searchcrawl.dev.servers
+from searchcrawl.dev.servers.oidc_node import OidcProvider
 from searchcrawl.dev.servers.server_processes import stopped_on_failure
 
 
@@ -53,3 +56,12 @@ def test_every_example_server_stops_what_it_started_when_its_start_fails() -> No
                 servers.append(cls)
                 assert cls.start.__code__ is wrapper, f"{cls.__qualname__}.start is not @stopped_on_failure"
     assert len(servers) >= 9
+
+
+def test_the_oidc_client_secret_is_random_and_in_the_environment_not_the_command_line() -> None:
+    provider, other = OidcProvider(["http://127.0.0.1/cb"]), OidcProvider(["http://127.0.0.1/cb"])
+    argv, env = provider.command(Path("/nonexistent"))
+    assert env["OIDC_CLIENT_SECRET"] == provider.client_secret
+    assert not any(provider.client_secret in argument for argument in argv)
+    assert len(provider.client_secret) >= 32 and provider.client_secret != other.client_secret
+    assert provider.folder is None  # no file until it starts (stop() removes its folder)

@@ -242,3 +242,21 @@ def test_a_redmine_example_whose_start_fails_leaves_no_server_no_folder_and_no_i
     [process], [folder] = started, folders
     assert process.poll() is not None and not folder.exists()
     assert set((redmine_thin.PACKAGE / "instances").iterdir()) <= links
+
+
+def test_the_oidc_provider_has_its_client_secret_in_no_command_line_and_leaves_no_log() -> None:
+    """ps shows every local user a process's command line: the client's secret is not in it (and
+    is random); stop() removes the provider's log with its folder."""
+    from searchcrawl.dev.servers.oidc_node import OidcProvider
+
+    provider = OidcProvider(["http://127.0.0.1/login/oidc/callback"]).start()
+    try:
+        assert provider.process is not None
+        argv = Path(f"/proc/{provider.process.pid}/cmdline").read_bytes()
+        assert provider.client_secret.encode() not in argv and b"provider.mjs" in argv
+        assert provider.folder is not None and (provider.folder / "provider.log").is_file()
+        folder = provider.folder
+        assert requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=30).ok
+    finally:
+        provider.stop()
+    assert not folder.exists()
