@@ -141,9 +141,10 @@ def git() -> Iterator[Example]:
     carol, budget for alice alone."""
     from searchcrawl.dev.servers.gitolite import CRAWLER, GitServer
 
-    server = GitServer().start()
     cache = Path(tempfile.mkdtemp(prefix="sc-dev-git-cache-"))  # the crawl's copies of the repositories
+    server = GitServer()
     try:
+        server.start()
         server.set_rules("@staff = alice bob\nrepo handbook\n    R = @staff carol\nrepo budget\n    R = alice\n")
         server.commit("handbook", {"README.md": f"# Handbook\n\nThe {WORDS[0]} rules of the harbour.\n"})
         server.commit("handbook", {"berths.md": f"# Berths\n\nWho moors where: the {WORDS[1]} list.\n"})
@@ -227,8 +228,8 @@ def cmis() -> Iterator[Example]:
 
     folder = Path(tempfile.mkdtemp(prefix="sc-dev-cmis-"))
     runner = DevCmis(folder, free_port())
-    repository = CmisRepository(runner.start(timeout=300))
     try:
+        repository = CmisRepository(runner.start(timeout=300))
         top = "/harbour"
         repository.folder(top)
         repository.document(top, "welcome.txt", f"Welcome to the harbour: the {WORDS[0]} note.\n")
@@ -270,9 +271,10 @@ def webdav() -> Iterator[Example]:
     from searchcrawl.dev.servers.slapd import USERS, DirectoryServer
 
     folder = Path(tempfile.mkdtemp(prefix="sc-dev-slapd-"))
-    directory = DirectoryServer(folder).start()
+    directory = DirectoryServer(folder)
     server: WebdavServer | None = None
     try:
+        directory.start()
         server = WebdavServer(directory).start()
         server.write("notes.txt", f"Harbour notes: the {WORDS[0]} list.\n")
         server.write("finance/budget.txt", f"Budget: the {WORDS[1]} figures.\n")
@@ -418,8 +420,9 @@ def model() -> Iterator[Example]:
     from searchcrawl.dev.servers.llama_server import MODEL, ModelServer
 
     folder = Path(tempfile.mkdtemp(prefix="sc-dev-model-"))
-    server = ModelServer(folder / "server.log").start()
+    server = ModelServer(folder / "server.log")
     try:
+        server.start()
         yield Example(
             kind="model",
             server=f"llama.cpp's OpenAI-compatible server with SmolLM2-135M-Instruct at {server.url}",

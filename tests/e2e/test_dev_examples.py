@@ -11,10 +11,13 @@ import contextlib
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 from urllib.parse import urlsplit
 
 import pysolr
@@ -189,3 +192,71 @@ def test_an_answer_comes_back_from_the_printed_model_server(
             ["{!term f=source}" + source],
         )
         assert result.sources and result.raw.strip(), result
+
+
+def test_an_imap_example_whose_start_fails_leaves_no_server_and_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dovecot up and greeting, then its start fails: the example raises, and neither the server
+    (with its passwords) nor its folder under /tmp is left; while it ran, its password files and
+    key were the server's alone."""
+    from searchcrawl.dev import examples
+    from searchcrawl.dev.servers import dovecot
+
+    started: list[subprocess.Popen[bytes]] = []
+    modes: dict[str, int] = {}
+    real = dovecot.wait_listening
+
+    def wait_then_fail(process: subprocess.Popen[bytes], port: int, log: Path, **kwargs: Any) -> None:
+        started.append(process)
+        real(process, port, log, **kwargs)
+        modes.update({name: (log.parent / name).stat().st_mode & 0o777 for name in ("users", "masters", "server.key")})
+        raise RuntimeError("the readiness wait failed")
+
+    monkeypatch.setattr(dovecot, "wait_listening", wait_then_fail)
+    before = set(Path(tempfile.gettempdir()).glob("sc-dovecot-*"))
+    with pytest.raises(RuntimeError, match="readiness wait failed"), examples.imap():
+        pass
+    [process] = started
+    assert process.poll() is not None
+    assert set(Path(tempfile.gettempdir()).glob("sc-dovecot-*")) <= before
+    assert modes == dict.fromkeys(("users", "masters", "server.key"), 0o600)
+
+
+def test_a_redmine_example_whose_start_fails_leaves_no_server_no_folder_and_no_instance_link(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from searchcrawl.dev import examples
+    from searchcrawl.dev.servers import redmine_thin
+
+    started: list[subprocess.Popen[bytes]] = []
+    folders: list[Path] = []
+
+    def fail(process: subprocess.Popen[bytes], port: int, log: Path, **kwargs: Any) -> None:
+        started.append(process)
+        folders.append(log.parent)
+        raise RuntimeError("the readiness wait failed")
+
+    monkeypatch.setattr(redmine_thin, "wait_listening", fail)
+    links = set((redmine_thin.PACKAGE / "instances").iterdir())
+    with pytest.raises(RuntimeError, match="readiness wait failed"), examples.redmine():
+        pass
+    [process], [folder] = started, folders
+    assert process.poll() is not None and not folder.exists()
+    assert set((redmine_thin.PACKAGE / "instances").iterdir()) <= links
+
+
+def test_the_oidc_provider_has_its_client_secret_in_no_command_line_and_leaves_no_log() -> None:
+    """ps shows every local user a process's command line: the client's secret is not in it (and
+    is random); stop() removes the provider's log with its folder."""
+    from searchcrawl.dev.servers.oidc_node import OidcProvider
+
+    provider = OidcProvider(["http://127.0.0.1/login/oidc/callback"]).start()
+    try:
+        assert provider.process is not None
+        argv = Path(f"/proc/{provider.process.pid}/cmdline").read_bytes()
+        assert provider.client_secret.encode() not in argv and b"provider.mjs" in argv
+        assert provider.folder is not None and (provider.folder / "provider.log").is_file()
+        folder = provider.folder
+        assert requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=30).ok
+    finally:
+        provider.stop()
+    assert not folder.exists()

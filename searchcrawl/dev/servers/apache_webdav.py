@@ -32,7 +32,7 @@ from pathlib import Path
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import start_apache, stop, write_htpasswd
+from searchcrawl.dev.servers.server_processes import start_apache, stop, stopped_on_failure, write_htpasswd
 from searchcrawl.dev.servers.slapd import SUFFIX, DirectoryServer
 
 CRAWLER = "crawler"
@@ -66,6 +66,7 @@ class WebdavServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/dav/"
 
+    @stopped_on_failure
     def start(self) -> WebdavServer:
         self.files.mkdir()
         shutil.chown(self.files, "www-data", "www-data")

@@ -35,7 +35,7 @@ from typing import Any
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 from searchcrawl.dev.servers.slapd import DirectoryServer
 
 PACKAGE = Path("/usr/share/dokuwiki")
@@ -70,6 +70,7 @@ class WikiServer:
             return self.directory.passwords[user]
         return f"wiki-{user}-password-4711"
 
+    @stopped_on_failure
     def start(self) -> WikiServer:
         shutil.copytree(PACKAGE, self.app, symlinks=False, ignore=shutil.ignore_patterns(".htaccess*"))
         (self.app / "inc" / "preload.php").write_text(f"<?php\nif(!defined('DOKU_CONF')) define('DOKU_CONF', '{self.conf}/');\n")
@@ -108,16 +109,16 @@ $conf['userewrite'] = 0;
         (self.conf / "users.auth.php").write_text("".join(lines))
         self.set_rules(["*  @ALL  1"])
         self.port = free_port()
-        log = (self.folder / "php.log").open("wb")
-        self.process = subprocess.Popen(
-            # opcache checks each PHP file's time at every request: a configuration rewritten is read at once
-            ["php", "-d", "opcache.revalidate_freq=0", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
-            start_new_session=True,  # its workers with it: stopped as a group
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.app,
-            env={**os.environ, "PHP_CLI_SERVER_WORKERS": "4"},
-        )
+        with (self.folder / "php.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                # opcache checks each PHP file's time at every request: a configuration rewritten is read at once
+                ["php", "-d", "opcache.revalidate_freq=0", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
+                start_new_session=True,  # its workers with it: stopped as a group
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.app,
+                env={**os.environ, "PHP_CLI_SERVER_WORKERS": "4"},
+            )
         wait_listening(self.process, self.port, self.folder / "php.log")
         return self
 

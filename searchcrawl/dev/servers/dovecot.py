@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 
 CRAWLER = "crawler"
 # user -> (password, Dovecot groups)
@@ -53,6 +53,7 @@ class MailServer:
         self.ca_file = ""
         self.process: subprocess.Popen[bytes] | None = None
 
+    @stopped_on_failure
     def start(self) -> MailServer:
         import trustme
 
@@ -61,7 +62,12 @@ class MailServer:
         self.ca_file = str(self.folder / "ca.pem")
         ca.cert_pem.write_to_path(self.ca_file)
         certificate.cert_chain_pems[0].write_to_path(str(self.folder / "server.pem"))
-        certificate.private_key_pem.write_to_path(str(self.folder / "server.key"))
+        # the key and the password files are the server's alone: the folder is world-readable (dovecot's
+        # processes walk it), the key read by dovecot's config process (root), the passwords by its auth
+        # process (the dovecot user)
+        key = self.folder / "server.key"
+        key.touch(0o600)
+        certificate.private_key_pem.write_to_path(str(key))
         for name in ("mail", "public", "state", "run"):
             (self.folder / name).mkdir()
         # a public folder, Public/Notices: alice may write it, and nobody else has rights but the crawler
@@ -78,15 +84,15 @@ class MailServer:
             f"{user}:{{PLAIN}}{password}::::::userdb_acl_groups={','.join(groups)}" for user, (password, groups) in USERS.items()
         ]
         users.append(f"{CRAWLER}:{{PLAIN}}{self.crawler_password}::::::")  # as itself too: public folders
-        (self.folder / "users").write_text("\n".join(users) + "\n")
-        (self.folder / "masters").write_text(f"{CRAWLER}:{{PLAIN}}{self.crawler_password}::::::\n")
+        secret_file(self.folder / "users", "\n".join(users) + "\n")
+        secret_file(self.folder / "masters", f"{CRAWLER}:{{PLAIN}}{self.crawler_password}::::::\n")
         # the crawler's rights everywhere (a global ACL file: shown as "#crawler" by GETACL)
         (self.folder / "global-acl").write_text(f"* user={CRAWLER} lra\n")
         self.imaps_port, self.imap_port = free_port(), free_port()
         config = self.folder / "dovecot.conf"
         config.write_text(dovecot_config(self.folder, self.imap_port, self.imaps_port))
-        log = (self.folder / "dovecot.log").open("wb")
-        self.process = subprocess.Popen(["/usr/sbin/dovecot", "-F", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
+        with (self.folder / "dovecot.log").open("wb") as log:
+            self.process = subprocess.Popen(["/usr/sbin/dovecot", "-F", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
         wait_listening(self.process, self.imap_port, self.folder / "dovecot.log", greeting=b"* OK")
         return self
 
@@ -125,6 +131,14 @@ class MailServer:
         if typ != "OK" or not data or data[0] is None:
             return ""
         return data[0].decode().rsplit(" ", 1)[-1]
+
+
+def secret_file(path: Path, text: str) -> None:
+    """``text`` in a file only the dovecot user (its auth process) reads: never world-readable,
+    not even for a moment."""
+    path.touch(0o600)
+    shutil.chown(path, "dovecot", "dovecot")
+    path.write_text(text)
 
 
 def dovecot_config(root: Path, imap_port: int, imaps_port: int) -> str:

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import start_apache, stop, write_htpasswd
+from searchcrawl.dev.servers.server_processes import start_apache, stop, stopped_on_failure, write_htpasswd
 
 CRAWLER = "crawler"
 # the directory's groups of each user as the searchers' principals read them (searchcrawl/dev/servers/slapd.py:
@@ -55,6 +55,7 @@ class GitServer:
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/git/{name}.git"
 
+    @stopped_on_failure
     def start(self) -> GitServer:
         self.home.mkdir()
         self.gitolite("setup", "-a", "admin")

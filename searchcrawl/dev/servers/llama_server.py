@@ -18,7 +18,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure
 
 MODEL = "smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -43,6 +43,7 @@ class ModelServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @stopped_on_failure
     def start(self, timeout: float = 300) -> ModelServer:
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--host", "127.0.0.1"]
         command += ["--port", str(self.port), "--n_threads", str(self.threads), "--n_ctx", "4096", "--model_alias", MODEL]
@@ -51,7 +52,6 @@ class ModelServer:
         deadline = time.monotonic() + timeout
         while not self._answering():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
                 raise RuntimeError("llama.cpp's server did not start: " + self.log.read_text(errors="replace")[-3000:])
             time.sleep(0.2)
         return self

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -28,7 +30,7 @@ from urllib.parse import urljoin
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 from searchcrawl.system.paths import user_cache_dir
 
 HERE = Path(__file__).resolve().parent / "oidc_provider"
@@ -61,31 +63,35 @@ class OidcProvider:
         self.redirect_uris = redirect_uris
         self.conform = conform
         self.client_id = "searchcrawl-tests"
-        self.client_secret = "client-secret-for-tests-" + hashlib.sha256(str(id(self)).encode()).hexdigest()[:12]
+        self.client_secret = secrets.token_urlsafe(24)  # random: the client's password, never in argv
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        self.log = Path(tempfile.mkstemp(prefix="oidc-provider-", suffix=".log")[1])
+        self.folder: Path | None = None  # its log's, made by start(), removed by stop()
 
+    def command(self, folder: Path) -> tuple[list[str], dict[str, str]]:
+        """The provider's command line and environment: the client's secret in the environment
+        (process.env in provider.mjs), which other local users cannot read, not in the command
+        line that ps shows them."""
+        argv = ["node", str(folder / "provider.mjs"), str(self.port), self.client_id, ",".join(self.redirect_uris)]
+        argv += [json.dumps(ACCOUNTS), "conform" if self.conform else ""]
+        return argv, {**os.environ, "OIDC_CLIENT_SECRET": self.client_secret}
+
+    @stopped_on_failure
     def start(self) -> OidcProvider:
         folder = install()
-        command = [
-            "node",
-            str(folder / "provider.mjs"),
-            str(self.port),
-            self.client_id,
-            self.client_secret,
-            ",".join(self.redirect_uris),
-            json.dumps(ACCOUNTS),
-            "conform" if self.conform else "",
-        ]
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
-        wait_listening(self.process, self.port, self.log)
+        self.folder = Path(tempfile.mkdtemp(prefix="sc-oidc-provider-"))
+        log = self.folder / "provider.log"
+        command, env = self.command(folder)
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(command, cwd=folder, env=env, stdout=output, stderr=subprocess.STDOUT)
+        wait_listening(self.process, self.port, log)
         return self
 
     def stop(self) -> None:
         stop(self.process)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def sign_in(self, browser: requests.Session, url: str, user: str) -> str:
         """``browser`` follows the authorization URL ``url`` to the login form, signs in as

@@ -34,7 +34,7 @@ from typing import Any
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 
 PACKAGE = Path("/usr/share/redmine")
 MIGRATED = Path("/var/lib/dbconfig-common/sqlite3/redmine/instances/default/redmine_default")
@@ -112,26 +112,31 @@ class RedmineServer:
     def password(user: str) -> str:
         return f"redmine-{user}-password-4711"
 
+    @stopped_on_failure
     def start(self) -> RedmineServer:
         for name in ("config", "files", "log", "tmp", "public/plugin_assets"):
             (self.folder / name).mkdir(parents=True)
         (self.folder / "config" / "database.yml").write_text(
             f"production:\n  adapter: sqlite3\n  database: {self.folder}/redmine.sqlite3\n  encoding: utf8\n"
         )
-        (self.folder / "config" / "secret_key.txt").write_text(secrets.token_hex(32))
-        self.link.symlink_to(self.folder)
+        key = self.folder / "config" / "secret_key.txt"
+        key.touch(0o600)  # Redmine signs its cookies with it; it runs as this process's user
+        key.write_text(secrets.token_hex(32))
         if MIGRATED.is_file():
             shutil.copy(MIGRATED, self.folder / "redmine.sqlite3")
-        else:
+        # the instance's link in the package's folder last, once its folder is ready: stop() removes
+        # it, and a start that fails before leaves nothing outside /tmp
+        self.link.symlink_to(self.folder)
+        if not MIGRATED.is_file():
             self.rails("db:migrate")
             self.rails("redmine:load_default_data", REDMINE_LANG="en")
         self.key = self.runner(SETUP).strip().splitlines()[-1]
         self.port = free_port()
-        log = (self.folder / "server.log").open("wb")
-        self.process = subprocess.Popen(
-            ["ruby", "bin/rails", "server", "-u", "thin", "-b", "127.0.0.1", "-p", str(self.port), "-P", str(self.folder / "tmp" / "server.pid")],
-            cwd=PACKAGE, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        with (self.folder / "server.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                ["ruby", "bin/rails", "server", "-u", "thin", "-b", "127.0.0.1", "-p", str(self.port), "-P", str(self.folder / "tmp" / "server.pid")],
+                cwd=PACKAGE, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
         wait_listening(self.process, self.port, self.folder / "server.log", timeout=120)
         return self
 

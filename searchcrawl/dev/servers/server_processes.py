@@ -5,13 +5,41 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+
+class Stoppable(Protocol):
+    def stop(self) -> object: ...
+
+
+S = TypeVar("S", bound=Stoppable)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def stopped_on_failure(start: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A server's ``start`` that stops what it started when it fails (its readiness wait times
+    out, a setup step fails, Ctrl-C): no server left running with its example passwords, no
+    folder or link left behind. The server's ``stop`` must be safe on a half-started server."""
+
+    @functools.wraps(start)
+    def started(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return start(self, *args, **kwargs)
+        except BaseException:
+            self.stop()
+            raise
+
+    return started
 
 
 def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path, greeting: bytes = b"", timeout: float = 60) -> None:
@@ -60,9 +88,9 @@ def write_htpasswd(path: Path, user: str, password: str) -> None:
 def start_apache(folder: Path, port: int) -> subprocess.Popen[bytes]:
     """Apache httpd in the foreground with ``folder``'s httpd.conf (its output in apache.log),
     once it listens on ``port``."""
-    log = (folder / "apache.log").open("wb")
-    process = subprocess.Popen(
-        ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
-    )
+    with (folder / "apache.log").open("wb") as log:
+        process = subprocess.Popen(
+            ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
+        )
     wait_listening(process, port, folder / "apache.log")
     return process

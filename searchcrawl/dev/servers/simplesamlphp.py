@@ -26,7 +26,7 @@ from urllib.parse import urljoin
 import requests
 
 from searchcrawl.dev.jvm_server import free_port
-from searchcrawl.dev.servers.server_processes import stop, wait_listening
+from searchcrawl.dev.servers.server_processes import stop, stopped_on_failure, wait_listening
 
 PACKAGE = Path("/usr/share/simplesamlphp")
 USERS = {
@@ -126,6 +126,7 @@ class SamlIdp:
             f"<?php\n$metadata[{php_string(self.sp_entity_id)}] = ['AssertionConsumerService' => {php_string(self.acs_url)}];\n"
         )
 
+    @stopped_on_failure
     def start(self) -> SamlIdp:
         self.configure()
         log = self.folder / "php.log"

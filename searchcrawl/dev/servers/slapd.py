@@ -46,6 +46,7 @@ import ldap3
 from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.dev.jvm_server import free_port
+from searchcrawl.dev.servers.server_processes import stopped_on_failure
 
 SCHEMAS = ("core", "cosine", "nis", "inetorgperson")
 SUFFIX = "dc=example,dc=org"
@@ -133,6 +134,7 @@ class DirectoryServer:
             "SEARCHCRAWL_LDAP_BIND_PASSWORD": self.bind_password,
         }
 
+    @stopped_on_failure
     def start(self, timeout: float = 60) -> DirectoryServer:
         """Configure, load and start slapd; returns once it answers a search."""
         data = self.folder / "data"
@@ -158,7 +160,6 @@ class DirectoryServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"slapd ended ({self.process.returncode}): {(self.folder / 'slapd.log').read_text()[-2000:]}")
             if time.monotonic() > deadline:
-                self.stop()
                 raise RuntimeError(f"slapd did not answer on {self.url} within {timeout} s")
             time.sleep(0.05)
         return self

@@ -1,11 +1,14 @@
 // The OpenID Connect provider of the single sign-on tests (tests/oidc_server.py starts it):
 // panva's oidc-provider with its development login (any account name of ACCOUNTS), one client,
 // PKCE required, each account's groups in its ID token (the "groups" scope).
-// Arguments: port, client_id, client_secret, redirect URI(s) comma-separated, accounts as JSON,
-// and "conform" for the provider's default: the profile's claims at the userinfo endpoint alone.
+// Arguments: port, client_id, redirect URI(s) comma-separated, accounts as JSON, and "conform"
+// for the provider's default: the profile's claims at the userinfo endpoint alone. The client's
+// secret comes in the environment (OIDC_CLIENT_SECRET): a command line is every local user's to read.
 import Provider from 'oidc-provider';
 
-const [port, clientId, clientSecret, redirects, accountsJson, conform] = process.argv.slice(2);
+const [port, clientId, redirects, accountsJson, conform] = process.argv.slice(2);
+const clientSecret = process.env.OIDC_CLIENT_SECRET;
+if (!clientSecret) throw new Error('OIDC_CLIENT_SECRET is not set');
 const accounts = JSON.parse(accountsJson);
 
 const configuration = {
