@@ -1,5 +1,6 @@
 """A real OpenID Connect provider for tests: panva's ``oidc-provider`` (from the npm registry, the
-version tests/oidc_provider/package-lock.json pins) under the machine's Node.js, on 127.0.0.1, with
+version tests/oidc_provider/package-lock.json pins: 8.x, whose 9.x needs Node.js 20.19 or later,
+while Debian 12's nodejs is 18) under the machine's Node.js, on 127.0.0.1, with
 its development login, one client (PKCE required) and the accounts of the tests' LDAP directory,
 each with groups in its ID token (tests/oidc_provider/provider.mjs).
 

@@ -4,6 +4,7 @@ compilers included. Read with ``--list``, which installs nothing."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,12 @@ def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
     assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika"}
     refused = subprocess.run(["bash", str(SCRIPT), "--list", "everything"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "unknown profile 'everything'" in refused.stderr
+
+
+def test_the_oidc_provider_runs_on_debian_12s_nodejs() -> None:
+    """The test profile installs Debian 12's nodejs (18.20) where no Node.js is there; oidc-provider
+    9.x calls URL.parse (Node.js 20.18 and later) and failed every single sign-on test on a fresh
+    Debian 12: the lock pins 8.x."""
+    lock = json.loads((SCRIPT.parents[1] / "tests" / "oidc_provider" / "package-lock.json").read_text(encoding="utf-8"))
+    version = lock["packages"]["node_modules/oidc-provider"]["version"]
+    assert int(version.split(".")[0]) <= 8, f"oidc-provider {version} needs a newer Node.js than Debian 12's 18"
