@@ -171,9 +171,37 @@ def html_pages(name: str) -> tuple[tuple[str, bytes], ...]:
 
 
 def unpack(name: str, target: Path) -> Path:
+    """A corpus of ../shared/corpora unpacked into ``target``, no member outside it: tarfile's
+    ``data`` filter where this Python has it (3.11.4 and later), else the same refusal checked
+    here. Debian 12's own Python is 3.11.2, without the filter, and a fresh Debian 12 runs the
+    suite with it (``deploy/test.sh``)."""
     with tarfile.open(decompressed(corpus(name))) as archive:
-        archive.extractall(target, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(target, filter="data")
+        else:
+            archive.extractall(target, members=_members_inside(archive, target))
     return target
+
+
+def _members_inside(archive: tarfile.TarFile, target: Path) -> list[tarfile.TarInfo]:
+    """The members of ``archive``, refused (ValueError) where one would land, or link, outside
+    ``target``, or is a device or FIFO: what the ``data`` filter refuses."""
+    root = target.resolve()
+
+    def inside(path: Path) -> bool:
+        return path.resolve().is_relative_to(root)
+
+    for member in archive.getmembers():
+        where = root / member.name
+        if member.name.startswith("/") or not inside(where):
+            raise ValueError(f"{member.name!r} would be written outside {target}")
+        if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+            raise ValueError(f"{member.name!r} is a device or FIFO")
+        if member.issym() and (member.linkname.startswith("/") or not inside(where.parent / member.linkname)):
+            raise ValueError(f"{member.name!r} links outside {target}")
+        if member.islnk() and not inside(root / member.linkname):
+            raise ValueError(f"{member.name!r} links outside {target}")
+    return archive.getmembers()
 
 
 # --- HTTP servers -------------------------------------------------------------------------------

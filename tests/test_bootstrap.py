@@ -4,6 +4,7 @@ compilers included. Read with ``--list``, which installs nothing."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -100,3 +101,16 @@ def test_every_kind_of_scrapy_dev_is_a_profile() -> None:
 
     for kind in EXAMPLES:
         assert subprocess.run(["bash", str(SCRIPT), "--list", kind], capture_output=True, timeout=60).returncode == 0, kind
+
+
+def test_the_oidc_provider_runs_on_debian_12s_nodejs() -> None:
+    """The test profile installs Debian 12's nodejs (18.20) where no Node.js is there; oidc-provider
+    9.x calls URL.parse (Node.js 20.18 and later) and failed every single sign-on test on a fresh
+    Debian 12: the lock pins 8.x."""
+    lock = json.loads(
+        (SCRIPT.parents[1] / "searchcrawl" / "dev" / "servers" / "oidc_provider" / "package-lock.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    version = lock["packages"]["node_modules/oidc-provider"]["version"]
+    assert int(version.split(".")[0]) <= 8, f"oidc-provider {version} needs a newer Node.js than Debian 12's 18"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import tarfile
 import time
 import zipfile
 from collections import Counter
@@ -15,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.content.convert import ConversionError, convert, detect_kind
+from tests.conftest import unpack
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "textract-tests.tar.xz"
 FORMATS = ["pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf", "txt"]
 SENTENCE = "the quick brown fox jumps over the lazy dog"
 
@@ -27,12 +26,7 @@ def words(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    if not CORPUS.exists():
-        pytest.skip(f"test corpus {CORPUS} is absent")
-    dest = tmp_path_factory.mktemp("textract")
-    with tarfile.open(CORPUS) as tar:
-        tar.extractall(dest, filter="data")
-    return dest / "textract-tests" / "tests"
+    return unpack("textract-tests.tar.xz", tmp_path_factory.mktemp("textract")) / "textract-tests" / "tests"
 
 
 # --- 1. quality on real documents -----------------------------------------------------------

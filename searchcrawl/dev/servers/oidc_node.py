@@ -1,5 +1,5 @@
 """A real OpenID Connect provider for tests and `scrapy dev oidc`: panva's ``oidc-provider`` (from the npm registry, the
-version oidc_provider/package-lock.json pins) under the machine's Node.js, on 127.0.0.1, with
+version oidc_provider/package-lock.json pins: 8.x, since 9.x needs a newer Node.js than Debian 12's 18) under the machine's Node.js, on 127.0.0.1, with
 its development login, one client (PKCE required) and the accounts of the tests' LDAP directory,
 each with groups in its ID token (oidc_provider/provider.mjs, beside this module).
 
