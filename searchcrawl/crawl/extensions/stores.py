@@ -79,7 +79,14 @@ class Stores:
         read_only = settings.getbool("SEARCHCRAWL_READ_ONLY")
         stores = cls(
             # read-only: an outdated schema is refused (SchemaOutdated), never migrated
-            DocumentTable(Database(paths.db_url(settings), migrate=not read_only)),
+            DocumentTable(
+                Database(
+                    paths.db_url(settings),
+                    migrate=not read_only,
+                    writer_lock=settings.getbool("SEARCHCRAWL_SQLITE_WRITER_LOCK", True),
+                    checkpoint_interval=0 if read_only else settings.getfloat("SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL", 1.0),
+                )
+            ),
             SolrIndex(
                 paths.solr_url(settings),
                 timeout=settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
