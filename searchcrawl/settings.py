@@ -159,9 +159,10 @@ SEARCHCRAWL_OUTCOME_THREAD = "auto"
 # A SQLite document table's writers take turns through a lock file beside it (store/writer_lock.py):
 # the kernel wakes the next at once, where SQLite's busy handler sleeps 1-100 ms (issue 94)
 SEARCHCRAWL_SQLITE_WRITER_LOCK = True
-# ... and its WAL checkpoints run on a thread of each crawl process every this many seconds, not in
-# the commit that fills the log (0: in the commits, SQLite's default) (issue 94)
-SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL = 1.0
+# ... and its WAL checkpoints run on a thread of each crawl process, which looks every this many
+# seconds whether the log holds 1,000 pages, not in the commit that fills it (0: in the commits,
+# SQLite's default) (issue 94)
+SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL = 0.1
 # A folder: each crawler process writes where it waited there (<pid>.json: statements by kind, the
 # writer lock, the event loop's idle time) when its engine stops. Benchmarks only: it costs CPU
 SEARCHCRAWL_WAIT_PROFILE = ""

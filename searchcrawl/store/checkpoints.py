@@ -16,12 +16,29 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import struct
 import threading
 from typing import Any
 
 from sqlalchemy import Engine, event
 
 logger = logging.getLogger(__name__)
+
+BACKLOG = 1000  # pages in the log and not in the file that start a checkpoint: SQLite's own default
+# the WAL index (walformat.html): two copies of its 48-byte header (mxFrame at byte 16 of each),
+# then the checkpoint information, whose first field is nBackfill (byte 96)
+_HEADER = struct.Struct("=16xI")
+_BACKFILL = struct.Struct("=96xI")
+
+
+def backlog(shm: bytes) -> int:
+    """Pages the write-ahead log holds that the database file does not, read from the log's
+    index (``<db>-shm``); 0 if it cannot be read."""
+    if len(shm) < _BACKFILL.size:
+        return 0
+    (frames,) = _HEADER.unpack_from(shm)
+    (backfilled,) = _BACKFILL.unpack_from(shm)
+    return max(0, frames - backfilled)
 
 
 def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
@@ -31,7 +48,8 @@ def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Checkpointer:
-    """Passive checkpoints of one SQLite file every ``interval`` seconds, on a daemon thread."""
+    """Passive checkpoints of one SQLite file when its log holds ``BACKLOG`` pages the file does
+    not, looked at every ``interval`` seconds, on a daemon thread."""
 
     def __init__(self, path: str, interval: float) -> None:
         self.path = path
@@ -55,12 +73,20 @@ class Checkpointer:
         if busy or (log > 0 and done < log):
             logger.debug("WAL checkpoint of %s: %s of %s pages (another's under way: %s)", self.path, done, log, bool(busy))
 
+    def due(self) -> bool:
+        try:
+            with open(f"{self.path}-shm", "rb") as shm:
+                return backlog(shm.read(_BACKFILL.size)) >= BACKLOG
+        except OSError:  # no log yet
+            return False
+
     def _run(self) -> None:
         connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    self.checkpoint(connection)
+                    if self.due():
+                        self.checkpoint(connection)
                 except sqlite3.Error as exc:  # the next one tries again; the log only grows meanwhile
                     logger.debug("WAL checkpoint of %s failed: %s", self.path, exc)
         finally:

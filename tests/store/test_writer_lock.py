@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from searchcrawl.store import Database
+from searchcrawl.store.checkpoints import backlog
 from searchcrawl.store.statement_times import StatementTimes, kind_of
 
 WAIT = 30.0  # seconds a condition may take at most on a loaded machine (never a fixed sleep)
@@ -177,6 +178,22 @@ def test_checkpoints_run_on_a_thread_not_in_the_commits(tmp_path: Path) -> None:
     finally:
         database.close()
     assert database.checkpointer._thread is not None and not database.checkpointer._thread.is_alive()
+
+
+def test_the_backlog_is_read_from_the_logs_index(tmp_path: Path) -> None:
+    path = tmp_path / "backlog.sqlite3"
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA wal_autocheckpoint=0")
+    connection.execute("CREATE TABLE pages (body TEXT)")
+    connection.executemany("INSERT INTO pages VALUES (?)", [("x" * 4000,)] * 300)
+    connection.commit()
+    shm = Path(f"{path}-shm").read_bytes()
+    assert 300 <= backlog(shm) < 400
+    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    assert backlog(Path(f"{path}-shm").read_bytes()) == 0
+    assert backlog(b"") == 0
+    connection.close()
 
 
 def test_checkpoints_stay_in_the_commits_without_an_interval(database: Database) -> None:

@@ -84,7 +84,7 @@ class Stores:
                     paths.db_url(settings),
                     migrate=not read_only,
                     writer_lock=settings.getbool("SEARCHCRAWL_SQLITE_WRITER_LOCK", True),
-                    checkpoint_interval=0 if read_only else settings.getfloat("SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL", 1.0),
+                    checkpoint_interval=0 if read_only else settings.getfloat("SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL", 0.1),
                 )
             ),
             SolrIndex(
