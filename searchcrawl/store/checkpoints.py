@@ -15,8 +15,8 @@ a process killed during one leaves the log whole, and the next connection finish
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
-import struct
 import threading
 from typing import Any
 
@@ -24,32 +24,20 @@ from sqlalchemy import Engine, event
 
 logger = logging.getLogger(__name__)
 
-BACKLOG = 1000  # pages in the log and not in the file that start a checkpoint: SQLite's own default
-# the WAL index (walformat.html): two copies of its 48-byte header (mxFrame at byte 16 of each),
-# then the checkpoint information, whose first field is nBackfill (byte 96)
-_HEADER = struct.Struct("=16xI")
-_BACKFILL = struct.Struct("=96xI")
-
-
-def backlog(shm: bytes) -> int:
-    """Pages the write-ahead log holds that the database file does not, read from the log's
-    index (``<db>-shm``); 0 if it cannot be read."""
-    if len(shm) < _BACKFILL.size:
-        return 0
-    (frames,) = _HEADER.unpack_from(shm)
-    (backfilled,) = _BACKFILL.unpack_from(shm)
-    return max(0, frames - backfilled)
+BACKLOG = 1000  # pages of log that start a checkpoint: SQLite's own default
+LOG_LIMIT = BACKLOG * (4096 + 24)  # bytes: that many frames of 4 KiB pages (SQLite's default page size)
 
 
 def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA wal_autocheckpoint=0")
+    cursor.execute(f"PRAGMA journal_size_limit={LOG_LIMIT}")
     cursor.close()
 
 
 class Checkpointer:
-    """Passive checkpoints of one SQLite file when its log holds ``BACKLOG`` pages the file does
-    not, looked at every ``interval`` seconds, on a daemon thread."""
+    """Passive checkpoints of one SQLite file when its log has grown past ``BACKLOG`` pages,
+    looked at every ``interval`` seconds, on a daemon thread."""
 
     def __init__(self, path: str, interval: float) -> None:
         self.path = path
@@ -74,14 +62,15 @@ class Checkpointer:
             logger.debug("WAL checkpoint of %s: %s of %s pages (another's under way: %s)", self.path, done, log, bool(busy))
 
     def due(self) -> bool:
+        """Whether the log has grown past ``LOG_LIMIT`` (a stat: the file is never opened here)."""
         try:
-            with open(f"{self.path}-shm", "rb") as shm:
-                return backlog(shm.read(_BACKFILL.size)) >= BACKLOG
+            return os.stat(f"{self.path}-wal").st_size > LOG_LIMIT
         except OSError:  # no log yet
             return False
 
     def _run(self) -> None:
         connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        _no_autocheckpoint(connection, None)
         try:
             while not self._stop.wait(self.interval):
                 try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import multiprocessing
+import multiprocessing.queues
 import os
 import sqlite3
 import threading
@@ -17,7 +18,6 @@ import pytest
 from sqlalchemy import text
 
 from searchcrawl.store import Database
-from searchcrawl.store.checkpoints import backlog
 from searchcrawl.store.statement_times import StatementTimes, kind_of
 
 WAIT = 30.0  # seconds a condition may take at most on a loaded machine (never a fixed sleep)
@@ -180,20 +180,56 @@ def test_checkpoints_run_on_a_thread_not_in_the_commits(tmp_path: Path) -> None:
     assert database.checkpointer._thread is not None and not database.checkpointer._thread.is_alive()
 
 
-def test_the_backlog_is_read_from_the_logs_index(tmp_path: Path) -> None:
-    path = tmp_path / "backlog.sqlite3"
-    connection = sqlite3.connect(path)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA wal_autocheckpoint=0")
-    connection.execute("CREATE TABLE pages (body TEXT)")
-    connection.executemany("INSERT INTO pages VALUES (?)", [("x" * 4000,)] * 300)
-    connection.commit()
-    shm = Path(f"{path}-shm").read_bytes()
-    assert 300 <= backlog(shm) < 400
-    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-    assert backlog(Path(f"{path}-shm").read_bytes()) == 0
-    assert backlog(b"") == 0
-    connection.close()
+def _dms_lock_free(shm: str, answer: multiprocessing.queues.Queue) -> None:
+    """In another process: whether the WAL index's "dead man switch" byte (128, which every
+    process with the database open holds a shared POSIX lock on) could be locked exclusively."""
+    handle = os.open(shm, os.O_RDWR)
+    try:
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
+    except OSError:
+        answer.put(False)
+    else:
+        answer.put(True)
+    finally:
+        os.close(handle)
+
+
+def test_looking_at_the_log_keeps_sqlites_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it: a
+    checkpointer that read the log's index (<db>-shm) dropped SQLite's own, and another process
+    opening the database took the index over and truncated it under this one's mapping (SIGBUS)."""
+    path = tmp_path / "locks.sqlite3"
+    database = Database(f"sqlite:///{path}", checkpoint_interval=60)
+    context = multiprocessing.get_context("fork")
+    try:
+        assert database.checkpointer is not None
+        with database.engine.connect() as connection:  # open: its process holds the index's lock
+            connection.execute(text("SELECT 1"))
+            for _ in range(3):
+                assert not database.checkpointer.due()
+            answer = context.Queue()
+            child = context.Process(target=_dms_lock_free, args=(f"{path}-shm", answer))
+            child.start()
+            child.join(WAIT)
+            assert answer.get(timeout=WAIT) is False
+    finally:
+        database.close()
+
+
+def test_a_checkpoint_is_due_once_the_log_passes_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "due.sqlite3"
+    database = Database(f"sqlite:///{path}", checkpoint_interval=60)
+    try:
+        assert database.checkpointer is not None
+        with database.engine.begin() as connection:
+            connection.execute(text("CREATE TABLE pages (body TEXT)"))
+            connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 300)
+        assert not database.checkpointer.due()
+        with database.engine.begin() as connection:
+            connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 1000)
+        assert database.checkpointer.due()
+    finally:
+        database.close()
 
 
 def test_checkpoints_stay_in_the_commits_without_an_interval(database: Database) -> None:
