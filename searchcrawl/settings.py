@@ -157,8 +157,9 @@ SEARCHCRAWL_OUTCOME_INTERVAL = 0.5  # ... and at least every this many seconds. 
 # on, none over SQLite, where a thread only hands Python's lock over (measured: issue 74)
 SEARCHCRAWL_OUTCOME_THREAD = "auto"
 # A SQLite document table's writers take turns through a lock file beside it (store/writer_lock.py):
-# the kernel wakes the next at once, where SQLite's busy handler sleeps 1-100 ms (issue 94)
-SEARCHCRAWL_SQLITE_WRITER_LOCK = True
+# the kernel wakes the next at once, where SQLite's busy handler sleeps 1-100 ms (issue 94);
+# "auto": unless the crawl runs more processes than the machine has usable cores
+SEARCHCRAWL_SQLITE_WRITER_LOCK = "auto"
 # ... and its WAL checkpoints run on a thread of each crawl process, which looks every this many
 # seconds whether the log holds 1,000 pages, not in the commit that fills it (0: in the commits,
 # SQLite's default) (issue 94)
