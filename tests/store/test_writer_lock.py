@@ -12,6 +12,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -155,28 +156,41 @@ def test_statement_kinds(statement: str, kind: str) -> None:
     assert kind_of(statement) == kind
 
 
-def test_checkpoints_run_on_a_thread_not_in_the_commits(tmp_path: Path) -> None:
-    path = tmp_path / "checkpointed.sqlite3"
-    database = Database(f"sqlite:///{path}", checkpoint_interval=0.05)
-    try:
-        assert database.checkpointer is not None
-        with database.engine.begin() as connection:
-            assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
-            connection.execute(text("CREATE TABLE pages (body TEXT)"))
-            # 1,500 pages of 4 KB: past the 1,000 after which a commit would checkpoint itself
-            connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 1500)
-        with database.single.connect() as connection:
-            assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            with sqlite3.connect(path) as observer:  # what the log holds that is not in the file yet
-                busy, log, done = observer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            if database.checkpointer.checkpoints and done == log:
-                break
-            time.sleep(0.05)
-        assert database.checkpointer.checkpoints > 0 and log >= 1000 and done == log
-    finally:
+@pytest.fixture
+def checkpointed(tmp_path: Path) -> Iterator[Callable[[float], Database]]:
+    """Databases whose checkpoints run on a thread looking every ``interval`` seconds (closed after)."""
+    opened: list[Database] = []
+
+    def open_one(interval: float) -> Database:
+        opened.append(Database(f"sqlite:///{tmp_path / f'checkpointed{len(opened)}.sqlite3'}", checkpoint_interval=interval))
+        assert opened[-1].checkpointer is not None
+        return opened[-1]
+
+    yield open_one
+    for database in opened:
         database.close()
+
+
+def test_checkpoints_run_on_a_thread_not_in_the_commits(checkpointed: Callable[[float], Database]) -> None:
+    database = checkpointed(0.05)
+    path = database.engine.url.database
+    assert database.checkpointer is not None
+    with database.engine.begin() as connection:
+        assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+        connection.execute(text("CREATE TABLE pages (body TEXT)"))
+        # 1,500 pages of 4 KB: past the 1,000 after which a commit would checkpoint itself
+        connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 1500)
+    with database.single.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        with sqlite3.connect(path) as observer:  # what the log holds that is not in the file yet
+            busy, log, done = observer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if database.checkpointer.checkpoints and done == log:
+            break
+        time.sleep(0.05)
+    assert database.checkpointer.checkpoints > 0 and log >= 1000 and done == log
+    database.close()
     assert database.checkpointer._thread is not None and not database.checkpointer._thread.is_alive()
 
 
@@ -194,42 +208,35 @@ def _dms_lock_free(shm: str, answer: multiprocessing.queues.Queue) -> None:
         os.close(handle)
 
 
-def test_looking_at_the_log_keeps_sqlites_locks(tmp_path: Path) -> None:
+def test_looking_at_the_log_keeps_sqlites_locks(checkpointed: Callable[[float], Database]) -> None:
     """Closing any descriptor of a file drops every POSIX lock the process holds on it: a
     checkpointer that read the log's index (<db>-shm) dropped SQLite's own, and another process
     opening the database took the index over and truncated it under this one's mapping (SIGBUS)."""
-    path = tmp_path / "locks.sqlite3"
-    database = Database(f"sqlite:///{path}", checkpoint_interval=60)
+    database = checkpointed(60)
+    path = database.engine.url.database
     context = multiprocessing.get_context("fork")
-    try:
-        assert database.checkpointer is not None
-        with database.engine.connect() as connection:  # open: its process holds the index's lock
-            connection.execute(text("SELECT 1"))
-            for _ in range(3):
-                assert not database.checkpointer.due()
-            answer = context.Queue()
-            child = context.Process(target=_dms_lock_free, args=(f"{path}-shm", answer))
-            child.start()
-            child.join(WAIT)
-            assert answer.get(timeout=WAIT) is False
-    finally:
-        database.close()
+    assert database.checkpointer is not None
+    with database.engine.connect() as connection:  # open: its process holds the index's lock
+        connection.execute(text("SELECT 1"))
+        for _ in range(3):
+            assert not database.checkpointer.due()
+        answer = context.Queue()
+        child = context.Process(target=_dms_lock_free, args=(f"{path}-shm", answer))
+        child.start()
+        child.join(WAIT)
+        assert answer.get(timeout=WAIT) is False
 
 
-def test_a_checkpoint_is_due_once_the_log_passes_its_limit(tmp_path: Path) -> None:
-    path = tmp_path / "due.sqlite3"
-    database = Database(f"sqlite:///{path}", checkpoint_interval=60)
-    try:
-        assert database.checkpointer is not None
-        with database.engine.begin() as connection:
-            connection.execute(text("CREATE TABLE pages (body TEXT)"))
-            connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 300)
-        assert not database.checkpointer.due()
-        with database.engine.begin() as connection:
-            connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 1000)
-        assert database.checkpointer.due()
-    finally:
-        database.close()
+def test_a_checkpoint_is_due_once_the_log_passes_its_limit(checkpointed: Callable[[float], Database]) -> None:
+    database = checkpointed(60)
+    assert database.checkpointer is not None
+    with database.engine.begin() as connection:
+        connection.execute(text("CREATE TABLE pages (body TEXT)"))
+        connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 300)
+    assert not database.checkpointer.due()
+    with database.engine.begin() as connection:
+        connection.execute(text("INSERT INTO pages VALUES (:body)"), [{"body": "x" * 4000}] * 1000)
+    assert database.checkpointer.due()
 
 
 def test_checkpoints_stay_in_the_commits_without_an_interval(database: Database) -> None:
