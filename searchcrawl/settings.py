@@ -156,6 +156,17 @@ SEARCHCRAWL_OUTCOME_INTERVAL = 0.5  # ... and at least every this many seconds. 
 # a timer for the interval); "auto": a thread over PostgreSQL, whose round trips the crawl would wait
 # on, none over SQLite, where a thread only hands Python's lock over (measured: issue 74)
 SEARCHCRAWL_OUTCOME_THREAD = "auto"
+# A SQLite document table's writers take turns through a lock file beside it (store/writer_lock.py):
+# the kernel wakes the next at once, where SQLite's busy handler sleeps 1-100 ms (issue 94);
+# "auto": unless the crawl runs more processes than the machine has usable cores
+SEARCHCRAWL_SQLITE_WRITER_LOCK = "auto"
+# ... and its WAL checkpoints run on a thread of each crawl process, which looks every this many
+# seconds whether the log holds 1,000 pages, not in the commit that fills it (0: in the commits,
+# SQLite's default) (issue 94)
+SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL = 0.1
+# A folder: each crawler process writes where it waited there (<pid>.json: statements by kind, the
+# writer lock, the event loop's idle time) when its engine stops. Benchmarks only: it costs CPU
+SEARCHCRAWL_WAIT_PROFILE = ""
 # Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
 # shared = true. Per-site delay and concurrency then hold for the whole fleet.
 SEARCHCRAWL_SHARED_CRAWL = False
@@ -375,6 +386,8 @@ EXTENSIONS = {
     # Prometheus metrics when SEARCHCRAWL_METRICS_PORT is set
     "searchcrawl.crawl.extensions.progress_report.ProgressReport": 530,
     "searchcrawl.crawl.extensions.crawl_metrics.CrawlMetrics": 540,
+    # issue 94: where this process waited, for benchmarks (SEARCHCRAWL_WAIT_PROFILE)
+    "searchcrawl.crawl.extensions.wait_profile.WaitProfile": 550,
     # issue 60: the run's events mailed and posted once its end is recorded (run_ended signal)
     "searchcrawl.crawl.extensions.run_notify.RunNotify": 610,
     # issue 76: the source's passages embedded off the hot path, during the crawl and after it

@@ -37,6 +37,8 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_u
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
+from searchcrawl.store.checkpoints import Checkpointer
+from searchcrawl.store.writer_lock import WriterLock
 from searchcrawl.system.resources import package_dir
 
 _migrate_lock = threading.Lock()
@@ -345,7 +347,10 @@ def alembic_head() -> str:
 class Database:
     """One database of searchcrawl, opened once per process and shared by its stores."""
 
-    def __init__(self, url: str, migrate: bool = True) -> None:
+    def __init__(self, url: str, migrate: bool = True, writer_lock: bool = True, checkpoint_interval: float = 0) -> None:
+        """``writer_lock``: a SQLite file's writers take turns through a lock file (writer_lock.py);
+        ``checkpoint_interval``: its WAL checkpoints on a thread every this many seconds, not in
+        the commits (checkpoints.py; 0: in the commits, SQLite's default)."""
         self.url = url
         if not migrate and _no_sqlite_file(url):
             # nothing crawled yet: read-only users see an empty table, kept in memory, and no
@@ -359,6 +364,16 @@ class Database:
             upgrade_schema(self.engine)
         else:
             self.check_schema()
+        database = self.engine.url.database
+        sqlite_file = self.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:")
+        self.writer_lock = WriterLock(str(database)) if sqlite_file and writer_lock else None
+        if self.writer_lock is not None:
+            self.writer_lock.attach(self.engine)
+            if self.single is not self.engine:
+                self.writer_lock.attach(self.single, autocommit=True)
+        self.checkpointer = Checkpointer(str(database), checkpoint_interval) if sqlite_file and checkpoint_interval > 0 else None
+        if self.checkpointer is not None:
+            self.checkpointer.take_over(*{id(engine): engine for engine in (self.engine, self.single)}.values())
 
     def check_schema(self) -> None:
         """Without migrating: a database of another revision, or one without searchcrawl's
@@ -398,5 +413,7 @@ class Database:
         return statement
 
     def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.stop()
         self.engine.dispose()
         self.single.dispose()  # its own connections, or (the same engine's) none left to close

@@ -5,6 +5,13 @@ speed-up over one process and the CPU per page against one process's.
     .venv/bin/python -m tests.benchmarks.cores --site synthetic --pages 20000 --processes 1,2,4,8 --out bench-cores
     .venv/bin/python -m tests.benchmarks.cores --site nutch-releases --processes 1,2 --rounds 2
     .venv/bin/python -m tests.benchmarks.cores ... --set SEARCHCRAWL_OUTCOME_BATCH=1   # one transaction a page, as before
+    .venv/bin/python -m tests.benchmarks.cores --site nutch-releases --solr stand-in --waits \
+        --processes "1@SEARCHCRAWL_SQLITE_WRITER_LOCK=false,SEARCHCRAWL_SQLITE_CHECKPOINT_INTERVAL=0,1,2@...,2"
+
+An entry of ``--processes`` may carry settings of its own crawl, after ``@`` (``2@NAME=VALUE,NAME=VALUE``;
+entries are split at the commas before a digit): before and after, alternated in one run. ``--waits``
+records where each crawl's processes waited (``SEARCHCRAWL_WAIT_PROFILE``, tests/benchmarks/waits.py:
+statements by kind, the writer lock, the event loop's idle time, per page; issue 94).
 
 Sites: the crawl benchmark's generated one (``--pages`` N pages of 20-60 KB) or the shared
 corpora's built sites (tests/benchmarks/real_sites.py). Each crawl is the crawl benchmark's phase
@@ -32,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -42,10 +50,12 @@ from typing import Any
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import Bench
-from tests.benchmarks.measure import write_results
+from tests.benchmarks.measure import markdown_table, write_results
 from tests.benchmarks.real_sites import SITES, build_site
 from tests.benchmarks.standins import solr_stand_in, static_site
 from tests.benchmarks.synthetic import Nginx, nginx
+from tests.benchmarks.waits import markdown as markdown_waits
+from tests.benchmarks.waits import summarise
 
 TARGETS = {2: (1.8, 1.1), 8: (6.0, None)}  # P: (speed-up at least, CPU per page at most), issue 74
 
@@ -89,13 +99,27 @@ def database_for(kind: str) -> Iterator[str | None]:
         yield url
 
 
-def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each P's means over its runs, with the speed-ups and CPU ratios over one process's."""
-    by_count: dict[int, list[dict[str, Any]]] = {}
-    for run in runs:
-        by_count.setdefault(run["processes"], []).append(run)
+def entries(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """``--processes``' entries: (P, that crawl's settings) from ``1,2@NAME=VALUE,NAME=VALUE,4``."""
+    found = []
+    for entry in re.split(r",(?=\d)", text):
+        count, _at, settings = entry.partition("@")
+        found.append((int(count), tuple(setting for setting in settings.split(",") if setting)))
+    return found
 
-    def mean(count: int, key: str) -> float:
+
+def label(count: int, settings: tuple[str, ...]) -> str:
+    return f"{count}@{','.join(settings)}" if settings else str(count)
+
+
+def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each entry's means over its runs, with the speed-ups and CPU ratios over one process's
+    (of the same settings, when one ran)."""
+    by_count: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_count.setdefault(run["entry"], []).append(run)
+
+    def mean(count: str, key: str) -> float:
         return statistics.mean(run[key] for run in by_count[count] if run.get(key) is not None)
 
     def fetch_rate(run: dict[str, Any]) -> float | None:
@@ -103,11 +127,19 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for run in runs:
         run["fetch_pages_per_s"] = fetch_rate(run)
-    one = 1 if 1 in by_count else min(by_count)
+
+    def one_of(entry: str) -> str:
+        settings = entry.partition("@")[2]
+        alone = label(1, tuple(setting for setting in settings.split(",") if setting))
+        return alone if alone in by_count else ("1" if "1" in by_count else min(by_count))
+
     rows = []
-    for count in sorted(by_count):
-        row = {
-            "processes": count,
+    for count in sorted(by_count, key=lambda entry: (entry.partition("@")[2], int(entry.partition("@")[0]))):
+        one = one_of(count)
+        processes = int(count.partition("@")[0])
+        row: dict[str, Any] = {
+            "entry": count,
+            "processes": processes,
             "runs": len(by_count[count]),
             "requests": round(mean(count, "requests")),
             "seconds": round(mean(count, "seconds"), 2),
@@ -120,7 +152,12 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "cores_busy": round(mean(count, "cores_busy"), 2),
             "spread_pages_per_s": [run["pages_per_s"] for run in by_count[count]],
         }
-        target = TARGETS.get(count)
+        waits = [run["waits"] for run in by_count[count] if run.get("waits")]
+        if waits:
+            row["lock_wait_ms_per_page"] = round(statistics.mean(w["lock_wait_ms_per_page"] for w in waits), 3)
+            row["statements_ms_per_page"] = round(statistics.mean(w["statements_ms_per_page"] for w in waits), 3)
+            row["loop_idle_ms_per_page"] = round(statistics.mean(w["loop_idle_ms_per_page"] for w in waits), 3)
+        target = TARGETS.get(processes)
         if target is not None:
             speedup, cpu = target
             row["target"] = f">= {speedup}x" + (f", CPU <= {cpu}x" if cpu else "")
@@ -130,29 +167,31 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [
+    keys = ["requests", "seconds", "pages_per_s", "speedup", "fetch_pages_per_s", "fetch_speedup", "cpu_ms_per_page"]
+    keys += ["cpu_per_page_vs_1", "cores_busy", "target", "met", "statements_ms_per_page", "lock_wait_ms_per_page"]
+    return markdown_table(
         f"{report['site']} ({report['pages']:,} pages), {report['machine']['cpus']} CPUs, Python "
         f"{report['machine']['python']}, Solr: {report['solr']}, server: {report['server']}, "
         f"database: {report['database']}, settings: {report['settings'] or 'defaults'}",
-        "",
-        "| P | runs | requests | seconds | pages/s | speed-up | pages/s fetching | speed-up fetching "
-        "| CPU ms / page | CPU / page vs 1 | cores busy | target | met |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in report["summary"]:
-        lines.append(
-            f"| {row['processes']} | {row['runs']} | {row['requests']:,} | {row['seconds']} | {row['pages_per_s']} "
-            f"| {row['speedup']} | {row['fetch_pages_per_s']} | {row['fetch_speedup']} | {row['cpu_ms_per_page']} "
-            f"| {row['cpu_per_page_vs_1']} | {row['cores_busy']} | {row.get('target', '')} | {row.get('met', '')} |"
-        )
-    return "\n".join(lines) + "\n"
+        ["P", "runs", "requests", "seconds", "pages/s", "speed-up", "pages/s fetching", "speed-up fetching"]
+        + ["CPU ms / page", "CPU / page vs 1", "cores busy", "target", "met", "statements ms / page"]
+        + ["writer lock ms / page", "loop idle ms / page"],
+        [
+            [row["entry"], row["runs"], *(row.get(key, "") for key in keys), row.get("loop_idle_ms_per_page", "")]
+            for row in report["summary"]
+        ],
+        right=2,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", default="synthetic", choices=["synthetic", *SITES])
     parser.add_argument("--pages", type=int, default=20000, help="the synthetic site's N")
-    parser.add_argument("--processes", default="1,2,4,8", help="the counts compared, e.g. 1,2,4,8,12")
+    parser.add_argument(
+        "--processes", default="1,2,4,8", help="the counts compared, e.g. 1,2,4,8,12 (an entry's own settings: 2@NAME=VALUE)"
+    )
+    parser.add_argument("--waits", action="store_true", help="record where the processes waited (SEARCHCRAWL_WAIT_PROFILE)")
     parser.add_argument("--rounds", type=int, default=1, help="2: the counts up, then down again")
     parser.add_argument(
         "--solr", default="dev", choices=["dev", "stand-in"], help="without --solr-url: a dev Solr or the stand-in"
@@ -164,7 +203,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of every crawl")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
-    counts = [int(count) for count in args.processes.split(",")]
+    counts = entries(args.processes)
     order = [count for round_ in range(args.rounds) for count in (counts if round_ % 2 == 0 else counts[::-1])]
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-cores-"))
     out = Path(args.out or work / "results")
@@ -187,13 +226,19 @@ def main() -> None:
         server_for(args.server, site.root, work / "server", args.server_workers) as server,
         database_for(args.database) as postgres,
     ):
-        for number, count in enumerate(order):
-            bench = Bench(f"cores{number}", work / f"run{number}", solr_url, server, site, solr_pid, tuple(args.set))
+        for number, (count, own) in enumerate(order):
+            waits = work / f"run{number}" / "waits"
+            settings = (*args.set, *own, *((f"SEARCHCRAWL_WAIT_PROFILE={waits}",) if args.waits else ()))
+            bench = Bench(f"cores{number}", work / f"run{number}", solr_url, server, site, solr_pid, settings)
             if postgres is not None:
                 bench.env["SEARCHCRAWL_DB_URL"] = fresh_database(postgres, f"cores{number}")
             run = bench.processes(count)
+            run["entry"] = label(count, own)
+            if args.waits:
+                run["waits"] = summarise(waits)
+                print(markdown_waits(run["waits"]), file=sys.stderr, flush=True)
             print(
-                f"P={count}: {run['requests']} requests in {run['seconds']}s, {run['pages_per_s']} pages/s, "
+                f"P={run['entry']}: {run['requests']} requests in {run['seconds']}s, {run['pages_per_s']} pages/s, "
                 f"{run['cpu_s_per_1000_pages']} CPU ms/page, {run['cores_busy']} cores busy",
                 file=sys.stderr,
                 flush=True,

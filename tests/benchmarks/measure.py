@@ -41,6 +41,15 @@ RUNNER = (
 )
 
 
+def markdown_table(title: str, header: list[str], rows: list[list[Any]], right: int = 1) -> str:
+    """``title``, a blank line, then a Markdown table of ``rows`` under ``header`` (its columns from
+    ``right`` on aligned right: figures)."""
+    align = ["---"] * right + ["---:"] * (len(header) - right)
+    lines = [title, "", f"| {' | '.join(header)} |", f"|{'|'.join(align)}|"]
+    lines += [f"| {' | '.join(str(cell) for cell in row)} |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def as_installed(env: dict[str, str]) -> dict[str, str]:
     """``env`` for a crawler process that runs from compiled modules, as an installed searchcrawl
     does (pip compiles it): a checkout run under PYTHONDONTWRITEBYTECODE compiles every module
