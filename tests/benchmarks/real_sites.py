@@ -23,12 +23,11 @@ from __future__ import annotations
 import random
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.benchmarks.synthetic import SyntheticSite, page_path
-from tests.conftest import ROOT
+from tests.conftest import ROOT, unpack
 
 CORPORA = ROOT.parent / "shared" / "corpora"
 # name: (archive, its top folder, the seed's path under it)
@@ -61,7 +60,7 @@ class RealSite:
         if missing:
             raise SystemExit(missing)
         work.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["tar", "-xJf", str(CORPORA / archive), "-C", str(work)], check=True)
+        unpack(archive, work)  # Python's lzma and tarfile: a minimal Debian 12 has no xz for tar
         root = work / folder
         for path in [root, *root.rglob("*")]:  # the archive's files are read-only; phase d rewrites pages
             path.chmod(0o755 if path.is_dir() else 0o644)
