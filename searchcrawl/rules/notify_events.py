@@ -25,6 +25,7 @@ secrets, URL passwords); source files hold no secrets (config/source.py refuses 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,28 +216,11 @@ def _deletions_held(facts: EndedRun) -> RunEvent | None:
     )
 
 
-def _login_refused(facts: EndedRun) -> RunEvent | None:
-    refused = _count(facts.statuses, LOGIN_STATUSES)
-    if not refused:
-        return None
-    return RunEvent(
-        EventKind.LOGIN_REFUSED,
-        f"sites refused the credentials of {facts.source} for {refused} URLs (status 936): their documents stay as indexed",
-        refused,
-        LOGIN_STATUSES,
-    )
-
-
-def _tls_failed(facts: EndedRun) -> RunEvent | None:
-    tls = _count(facts.statuses, TLS_STATUSES)
-    if not tls:
-        return None
-    return RunEvent(
-        EventKind.TLS_FAILED,
-        f"{tls} URLs of {facts.source} failed in the TLS handshake or at the proxy (status 937, 938)",
-        tls,
-        TLS_STATUSES,
-    )
+def _status_event(kind: EventKind, codes: tuple[int, ...], summary: str, facts: EndedRun) -> RunEvent | None:
+    """The event ``kind`` when URLs of the run ended with one of ``codes``: ``summary`` told with
+    their ``{count}`` and the ``{source}``."""
+    count = _count(facts.statuses, codes)
+    return RunEvent(kind, summary.format(count=count, source=facts.source), count, codes) if count else None
 
 
 def _solr_unreachable(facts: EndedRun) -> RunEvent | None:
@@ -247,19 +231,6 @@ def _solr_unreachable(facts: EndedRun) -> RunEvent | None:
         f"Solr failed during run {facts.run_id} of {facts.source}: {facts.not_indexed} documents stay "
         "cached and pending; the next crawl pushes them first",
         facts.not_indexed,
-    )
-
-
-def _tika_unreachable(facts: EndedRun) -> RunEvent | None:
-    tika = _count(facts.statuses, TIKA_STATUSES)
-    if not tika:
-        return None
-    return RunEvent(
-        EventKind.TIKA_UNREACHABLE,
-        f"the document converter (Tika) could not be reached for {tika} documents of {facts.source} "
-        "(status 926): tried again in the next crawl",
-        tika,
-        TIKA_STATUSES,
     )
 
 
@@ -281,10 +252,26 @@ DETECTORS: tuple[Callable[[EndedRun], RunEvent | None], ...] = (
     _run_ended,
     _run_failed,
     _deletions_held,
-    _login_refused,
-    _tls_failed,
+    functools.partial(
+        _status_event,
+        EventKind.LOGIN_REFUSED,
+        LOGIN_STATUSES,
+        "sites refused the credentials of {source} for {count} URLs (status 936): their documents stay as indexed",
+    ),
+    functools.partial(
+        _status_event,
+        EventKind.TLS_FAILED,
+        TLS_STATUSES,
+        "{count} URLs of {source} failed in the TLS handshake or at the proxy (status 937, 938)",
+    ),
     _solr_unreachable,
-    _tika_unreachable,
+    functools.partial(
+        _status_event,
+        EventKind.TIKA_UNREACHABLE,
+        TIKA_STATUSES,
+        "the document converter (Tika) could not be reached for {count} documents of {source} (status 926): "
+        "tried again in the next crawl",
+    ),
 )
 
 
