@@ -15,6 +15,7 @@ import tests.store.test_one_writer as one_writer
 import tests.system.test_environment_settings as environment_settings
 import tests.test_architecture as architecture
 import tests.test_complexity as complexity
+import tests.test_function_length as function_length
 import tests.web.test_roles as roles
 import tests.web.test_views_shape as views_shape
 from tests.syntax_trees import PACKAGE, package_modules, source_of, tree_of
@@ -45,6 +46,7 @@ READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
     views_shape.test_no_class_of_web_is_a_container_of_everything,
     environment_settings.test_a_setting_that_is_not_text_is_read_with_a_typed_getter,
     complexity.test_no_function_is_above_20_but_the_named_ones,
+    function_length.test_no_function_is_over_60_lines_but_the_named_ones,
 )
 
 

@@ -405,14 +405,6 @@ def share_security_descriptor(
     # Imported here: the plain functions above need no SMB library.
     from smbclient._pool import get_smb_tree
     from smbprotocol.exceptions import SMBException, SMBResponseException
-    from smbprotocol.open import (
-        CreateDisposition,
-        CreateOptions,
-        FilePipePrinterAccessMask,
-        ImpersonationLevel,
-        Open,
-        ShareAccess,
-    )
 
     tree, _path = get_smb_tree(
         rf"\\{server}\IPC$",
@@ -424,8 +416,36 @@ def share_security_descriptor(
         connection_cache=connection_cache,
         auth_protocol=auth_protocol,
     )
-    pipe = Open(tree, "srvsvc")
     where = f"share {share!r} on {server}"
+    pipe = _open_srvsvc(tree, where)
+    read_size = min(64 * 1024, int(tree.session.connection.max_read_size))
+    try:
+        return call_share_info(lambda pdu: pipe.write(pdu, 0), lambda: bytes(pipe.read(0, read_size)), server, share)
+    except ShareSecurityUnreadable as err:
+        raise ShareSecurityUnreadable(f"{where}: {err}", status=err.status) from None
+    except SMBResponseException as err:
+        raise ShareSecurityUnreadable(f"{where}: the srvsvc pipe failed: {err.message}", status=err.status) from None
+    finally:
+        try:
+            pipe.close()
+        except SMBException:
+            pass  # the answer (or the first error) matters, not a failed close of a pipe
+
+
+def _open_srvsvc(tree: Any, where: str) -> Any:
+    """The ``srvsvc`` pipe opened on ``tree``, a connection's ``IPC$`` (smbprotocol's TreeConnect),
+    to read and write; ShareSecurityUnreadable, naming ``where``, when the server refuses it."""
+    from smbprotocol.exceptions import SMBResponseException
+    from smbprotocol.open import (
+        CreateDisposition,
+        CreateOptions,
+        FilePipePrinterAccessMask,
+        ImpersonationLevel,
+        Open,
+        ShareAccess,
+    )
+
+    pipe = Open(tree, "srvsvc")
     try:
         pipe.create(
             ImpersonationLevel.Impersonation,
@@ -440,15 +460,4 @@ def share_security_descriptor(
             f"{where}: the srvsvc pipe could not be opened (the server offers none, or not to this account): {err.message}",
             status=err.status,
         ) from None
-    read_size = min(64 * 1024, int(tree.session.connection.max_read_size))
-    try:
-        return call_share_info(lambda pdu: pipe.write(pdu, 0), lambda: bytes(pipe.read(0, read_size)), server, share)
-    except ShareSecurityUnreadable as err:
-        raise ShareSecurityUnreadable(f"{where}: {err}", status=err.status) from None
-    except SMBResponseException as err:
-        raise ShareSecurityUnreadable(f"{where}: the srvsvc pipe failed: {err.message}", status=err.status) from None
-    finally:
-        try:
-            pipe.close()
-        except SMBException:
-            pass  # the answer (or the first error) matters, not a failed close of a pipe
+    return pipe

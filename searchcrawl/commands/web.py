@@ -12,6 +12,7 @@ trusted reverse proxy's header (SEARCHCRAWL_WEB_USER_HEADER, believed from SEARC
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import re
@@ -226,7 +227,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         import uvicorn
 
-        from searchcrawl.web.app import WebConfig, create_app
+        from searchcrawl.web.app import create_app
 
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
@@ -238,90 +239,103 @@ class Command(ScrapyCommand):
             print(f"searchcrawl: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
-
-        def source_names() -> list[str]:
-            loader.reload()  # new and edited source files show without a restart
-            try:
-                return sorted(loader.list())
-            except SourceError as exc:  # the sources folder went away while serving: no source, said in the log
-                logger.error("No sources: %s", exc)
-                return []
-
-        def schedule_of(name: str) -> Schedule | None:
-            try:
-                return loader.load(name).source.settings.crawl_schedule
-            except SourceError as exc:
-                raise ValueError(f"broken source file: {exc}") from None
-
-        credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
-        # the crawls and explains this server starts inherit its environment, not its password
-        os.environ.pop(secrets.WEB_PASSWORD, None)
-        metrics_token = secrets.secret(METRICS_TOKEN)  # /metrics' bearer token (web/metrics_endpoint.py), likewise
-        os.environ.pop(METRICS_TOKEN, None)
-        prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
-        project_cfg = closest_scrapy_cfg()
-        proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
-        directory = directory_of(settings)
-        roles = _roles(settings)
-        oidc, saml, kerberos = oidc_config(settings), saml_config(settings), kerberos_config(settings)
-        if roles.any and directory is None and oidc is None and saml is None and kerberos is None:
-            logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
-        rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
-        # the crawls, explains and test crawls this server starts refuse its services: they are
-        # told where they are, this server's own address included (crawl/own_services.py)
-        os.environ.update(own_service_environ(settings.get, host, port))
-        config = WebConfig(
-            solr_url=paths.solr_url(settings),
-            solr_auth=paths.solr_auth(settings),
-            db_url=paths.db_url(settings),
-            cache_root=paths.data_dir(settings) / "cache",
-            project_dir=Path(project_cfg).parent if project_cfg else Path.cwd(),
-            source_names=source_names,
-            schedule_of=schedule_of,
-            launcher=launcher_for(settings),
-            credentials=credentials if credentials and credentials[1] else None,
-            prefix=prefix,
-            rows=settings.getint("SEARCHCRAWL_WEB_ROWS"),
-            suggestions=settings.getbool("SEARCHCRAWL_WEB_SUGGESTIONS", True),
-            stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
-            session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
-            explain_environ=dict(os.environ),
-            directory=directory,
-            user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
-            proxies=proxies,
-            analytics_days=settings.getint("SEARCHCRAWL_WEB_ANALYTICS_DAYS"),
-            judged_dir=paths.judged_dir(settings),
-            log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
-            click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
-            api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),
-            api_rate=rate,
-            api_burst=burst,
-            metrics=settings.getbool("SEARCHCRAWL_WEB_METRICS"),
-            metrics_token=metrics_token,
-            stall_after=settings.getfloat("SEARCHCRAWL_STALL_AFTER"),
-            metrics_cache=settings.getfloat("SEARCHCRAWL_METRICS_CACHE_SECONDS"),
-            health_cache=settings.getfloat("SEARCHCRAWL_HEALTH_CACHE_SECONDS"),
-            tika_url=settings.get("SEARCHCRAWL_TIKA_URL") or "",
-            public_origins=public_origins_of(settings),
-            embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
-            embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
-            embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
-            answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
-            extractive=_extractive_config(settings),
-            roles=roles,
-            oidc=oidc,
-            saml=saml,
-            kerberos=kerberos,
-            sources_dir=paths.sources_dir(settings),
-            local_seeds=settings.getbool("SEARCHCRAWL_WEB_LOCAL_SEEDS"),
-            settings=settings.copy_to_dict(),
-        )
+        prefix = opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", "")
+        config = web_config(settings, loader, host, port, prefix)
         _say_what_is_off(config)
-        logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
+        logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, config.prefix)
         # forwarded headers are the application's to read (trusted_proxies)
         uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, proxy_headers=False)
+
+
+def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, port: int, prefix: str) -> WebConfig:
+    """The application's configuration (web/app.py) for serving on ``host:port`` under ``prefix``,
+    each setting checked (a wrong one is a usage error that names it), once the environment the
+    crawls it starts inherit is ready (``_environ_for_crawls``)."""
+    from searchcrawl.web.app import WebConfig
+
+    credentials, metrics_token = _environ_for_crawls(settings, host, port)
+    project_cfg = closest_scrapy_cfg()
+    proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
+    rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
+    return WebConfig(
+        solr_url=paths.solr_url(settings),
+        solr_auth=paths.solr_auth(settings),
+        db_url=paths.db_url(settings),
+        cache_root=paths.data_dir(settings) / "cache",
+        project_dir=Path(project_cfg).parent if project_cfg else Path.cwd(),
+        source_names=functools.partial(_source_names, loader),
+        schedule_of=functools.partial(_schedule_of, loader),
+        launcher=launcher_for(settings),
+        credentials=credentials if credentials and credentials[1] else None,
+        prefix=normal_prefix(prefix),
+        rows=settings.getint("SEARCHCRAWL_WEB_ROWS"),
+        suggestions=settings.getbool("SEARCHCRAWL_WEB_SUGGESTIONS", True),
+        stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
+        session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
+        explain_environ=dict(os.environ),
+        directory=directory_of(settings),
+        user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
+        proxies=proxies,
+        analytics_days=settings.getint("SEARCHCRAWL_WEB_ANALYTICS_DAYS"),
+        judged_dir=paths.judged_dir(settings),
+        log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
+        click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
+        api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),
+        api_rate=rate,
+        api_burst=burst,
+        metrics=settings.getbool("SEARCHCRAWL_WEB_METRICS"),
+        metrics_token=metrics_token,
+        stall_after=settings.getfloat("SEARCHCRAWL_STALL_AFTER"),
+        metrics_cache=settings.getfloat("SEARCHCRAWL_METRICS_CACHE_SECONDS"),
+        health_cache=settings.getfloat("SEARCHCRAWL_HEALTH_CACHE_SECONDS"),
+        tika_url=settings.get("SEARCHCRAWL_TIKA_URL") or "",
+        public_origins=public_origins_of(settings),
+        embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
+        embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
+        embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
+        extractive=_extractive_config(settings),
+        roles=_roles(settings),
+        oidc=oidc_config(settings),
+        saml=saml_config(settings),
+        kerberos=kerberos_config(settings),
+        sources_dir=paths.sources_dir(settings),
+        local_seeds=settings.getbool("SEARCHCRAWL_WEB_LOCAL_SEEDS"),
+        settings=settings.copy_to_dict(),
+    )
+
+
+def _environ_for_crawls(settings: BaseSettings, host: str, port: int) -> tuple[tuple[str, str] | None, str | None]:
+    """The administration's credentials and /metrics' bearer token (web/metrics_endpoint.py),
+    read, then taken out of the environment: the crawls and explains this server starts inherit
+    its environment, not its secrets. They refuse its services instead: they are told where they
+    are, this server's own address included (crawl/own_services.py)."""
+    credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
+    os.environ.pop(secrets.WEB_PASSWORD, None)
+    metrics_token = secrets.secret(METRICS_TOKEN)
+    os.environ.pop(METRICS_TOKEN, None)
+    os.environ.update(own_service_environ(settings.get, host, port))
+    return credentials, metrics_token
+
+
+def _source_names(loader: SourceSpiderLoader) -> list[str]:
+    """The sources' names, read anew: new and edited source files show without a restart."""
+    loader.reload()
+    try:
+        return sorted(loader.list())
+    except SourceError as exc:  # the sources folder went away while serving: no source, said in the log
+        logger.error("No sources: %s", exc)
+        return []
+
+
+def _schedule_of(loader: SourceSpiderLoader, name: str) -> Schedule | None:
+    """The crawl schedule of the source ``name`` (ValueError: its file is broken)."""
+    try:
+        return loader.load(name).source.settings.crawl_schedule
+    except SourceError as exc:
+        raise ValueError(f"broken source file: {exc}") from None
 
 
 def _roles(settings: BaseSettings) -> RoleMap:
@@ -336,7 +350,10 @@ def _roles(settings: BaseSettings) -> RoleMap:
 
 def _say_what_is_off(config: WebConfig) -> None:
     """At start-up, in the log: the administration pages off (no password, no roles with a
-    directory), search sign-in off, and the header searchers are known by."""
+    directory), roles no one can sign in with, search sign-in off, and the header searchers are
+    known by."""
+    if config.roles.any and config.directory is None and config.oidc is None and config.saml is None and config.kerberos is None:
+        logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
     if config.credentials is None and not (config.roles.any and config.directory is not None):
         logger.warning(
             "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE), or roles"

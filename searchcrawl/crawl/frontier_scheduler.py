@@ -169,23 +169,34 @@ class FrontierScheduler(BaseScheduler):
         self.started = run
         if run.plan_pending:
             self._start_plan(run)
-        if self.run.resumed:
+        self._requeue_and_announce(self.run, self.frontier, others)
+        self._start_timers()
+
+    def _requeue_and_announce(self, info: RunInfo, frontier: Frontier, others: list[str]) -> None:
+        """A resumed run takes back the leases of its dead nodes (or of this process before it
+        stopped); the log says whether the run starts, resumes or is joined, and where it stands."""
+        if info.resumed:
             # a shared run's live nodes keep their leases (those that joined since too); a dead node's are taken back
-            requeued = self.frontier.requeue_gone(runs, self.lease_seconds, keep_own=False)
-            counts = self.frontier.counts()
+            requeued = frontier.requeue_gone(self.runs, self.lease_seconds, keep_own=False)
+            counts = frontier.counts()
             logger.info(
                 "%s run %d of %s (session %d%s): %d URLs done, %d queued (%d were in flight)",
                 "Joining" if others else "Resuming",
-                self.run.id,
-                source,
-                self.run.sessions,
+                info.id,
+                self.source.name,
+                info.sessions,
                 f", with {len(others)} other node(s)" if others else "",
                 counts[FrontierState.DONE],
                 counts[FrontierState.QUEUED],
                 requeued,
             )
         else:
-            logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
+            logger.info("Starting run %d of %s%s", info.id, self.source.name, " (shared crawl)" if self.shared else "")
+
+    def _start_timers(self) -> None:
+        """The scheduler's timers and idle checks, once its run has begun: the wake-up of a node
+        that waits for others or for its plan, the leases' renewal, and the idle checks that
+        finish lost URLs and close a capped crawl."""
         if self.shared or self.planner is not None:
             # Scrapy asks a scheduler that has pending requests but returned none again only at its
             # heartbeat, every 5 s, which no public setting changes; a node waiting for the other

@@ -25,8 +25,9 @@ secrets, URL passwords); source files hold no secrets (config/source.py refuses 
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -188,79 +189,97 @@ def dropped_share(facts: EndedRun) -> float:
     return (before - facts.in_index) / before if before > 0 else 0.0
 
 
+def _run_ended(facts: EndedRun) -> RunEvent | None:
+    if facts.state not in TERMINAL_STATES:
+        return None
+    return RunEvent(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})")
+
+
+def _run_failed(facts: EndedRun) -> RunEvent | None:
+    if facts.state != "failed" and not facts.crawl_failed:
+        return None
+    why = f": {facts.error}" if facts.error else "; the log says why"
+    return RunEvent(
+        EventKind.RUN_FAILED,
+        f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}{why}",
+    )
+
+
+def _deletions_held(facts: EndedRun) -> RunEvent | None:
+    if not facts.held:
+        return None
+    return RunEvent(
+        EventKind.DELETIONS_HELD,
+        f"the mass-deletion guard held {facts.held} deletions of {facts.source}: they stay in the index until "
+        f"a crawl with -a delete=force confirms them",
+        facts.held,
+    )
+
+
+def _status_event(kind: EventKind, codes: tuple[int, ...], summary: str, facts: EndedRun) -> RunEvent | None:
+    """The event ``kind`` when URLs of the run ended with one of ``codes``: ``summary`` told with
+    their ``{count}`` and the ``{source}``."""
+    count = _count(facts.statuses, codes)
+    return RunEvent(kind, summary.format(count=count, source=facts.source), count, codes) if count else None
+
+
+def _solr_unreachable(facts: EndedRun) -> RunEvent | None:
+    if not (facts.not_indexed or facts.solr_failures) or facts.test_mode:
+        return None
+    return RunEvent(
+        EventKind.SOLR_UNREACHABLE,
+        f"Solr failed during run {facts.run_id} of {facts.source}: {facts.not_indexed} documents stay "
+        "cached and pending; the next crawl pushes them first",
+        facts.not_indexed,
+    )
+
+
+def _documents_dropped(facts: EndedRun, drop_share: float) -> RunEvent | None:
+    share = dropped_share(facts)
+    if share > drop_share and not facts.test_mode:  # (a NaN share or limit: no event)
+        return RunEvent(
+            EventKind.DOCUMENTS_DROPPED,
+            f"the documents of {facts.source} in the index fell by {share:.0%} in run {facts.run_id} "
+            f"(more than {drop_share:.0%}): {facts.in_index} now",
+            facts.delta.get("deleted", 0),
+        )
+    return None
+
+
+# one detector a kind of event, in the order the events are told (the documents dropped last: it
+# needs the configured share)
+DETECTORS: tuple[Callable[[EndedRun], RunEvent | None], ...] = (
+    _run_ended,
+    _run_failed,
+    _deletions_held,
+    functools.partial(
+        _status_event,
+        EventKind.LOGIN_REFUSED,
+        LOGIN_STATUSES,
+        "sites refused the credentials of {source} for {count} URLs (status 936): their documents stay as indexed",
+    ),
+    functools.partial(
+        _status_event,
+        EventKind.TLS_FAILED,
+        TLS_STATUSES,
+        "{count} URLs of {source} failed in the TLS handshake or at the proxy (status 937, 938)",
+    ),
+    _solr_unreachable,
+    functools.partial(
+        _status_event,
+        EventKind.TIKA_UNREACHABLE,
+        TIKA_STATUSES,
+        "the document converter (Tika) could not be reached for {count} documents of {source} (status 926): "
+        "tried again in the next crawl",
+    ),
+)
+
+
 def detect_events(facts: EndedRun, drop_share: float) -> list[RunEvent]:
     """The events of a run that ended (every kind; the caller keeps those configured)."""
-    events: list[RunEvent] = []
-    if facts.state in TERMINAL_STATES:
-        events.append(RunEvent(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
-    if facts.state == "failed" or facts.crawl_failed:
-        why = f": {facts.error}" if facts.error else "; the log says why"
-        events.append(
-            RunEvent(
-                EventKind.RUN_FAILED,
-                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}{why}",
-            )
-        )
-    if facts.held:
-        events.append(
-            RunEvent(
-                EventKind.DELETIONS_HELD,
-                f"the mass-deletion guard held {facts.held} deletions of {facts.source}: they stay in the index until "
-                f"a crawl with -a delete=force confirms them",
-                facts.held,
-            )
-        )
-    refused = _count(facts.statuses, LOGIN_STATUSES)
-    if refused:
-        events.append(
-            RunEvent(
-                EventKind.LOGIN_REFUSED,
-                f"sites refused the credentials of {facts.source} for {refused} URLs (status 936): "
-                "their documents stay as indexed",
-                refused,
-                LOGIN_STATUSES,
-            )
-        )
-    tls = _count(facts.statuses, TLS_STATUSES)
-    if tls:
-        events.append(
-            RunEvent(
-                EventKind.TLS_FAILED,
-                f"{tls} URLs of {facts.source} failed in the TLS handshake or at the proxy (status 937, 938)",
-                tls,
-                TLS_STATUSES,
-            )
-        )
-    if (facts.not_indexed or facts.solr_failures) and not facts.test_mode:
-        events.append(
-            RunEvent(
-                EventKind.SOLR_UNREACHABLE,
-                f"Solr failed during run {facts.run_id} of {facts.source}: {facts.not_indexed} documents stay "
-                "cached and pending; the next crawl pushes them first",
-                facts.not_indexed,
-            )
-        )
-    tika = _count(facts.statuses, TIKA_STATUSES)
-    if tika:
-        events.append(
-            RunEvent(
-                EventKind.TIKA_UNREACHABLE,
-                f"the document converter (Tika) could not be reached for {tika} documents of {facts.source} "
-                "(status 926): tried again in the next crawl",
-                tika,
-                TIKA_STATUSES,
-            )
-        )
-    share = dropped_share(facts)
-    if share > drop_share and not facts.test_mode:
-        events.append(
-            RunEvent(
-                EventKind.DOCUMENTS_DROPPED,
-                f"the documents of {facts.source} in the index fell by {share:.0%} in run {facts.run_id} "
-                f"(more than {drop_share:.0%}): {facts.in_index} now",
-                facts.delta.get("deleted", 0),
-            )
-        )
+    events = [event for detect in DETECTORS if (event := detect(facts)) is not None]
+    if (dropped := _documents_dropped(facts, drop_share)) is not None:
+        events.append(dropped)
     return events
 
 

@@ -137,18 +137,7 @@ class Frontier:
             order = sorted(range(len(pending)), key=keys.__getitem__) if ids is not None else range(len(pending))
             for start in range(0, len(pending), ADD_CHUNK):
                 chunk = [(index, pending[index]) for index in order[start : start + ADD_CHUNK]]
-                rows = [
-                    {
-                        **({"id": ids[index]} if ids is not None else {}),
-                        "source": self.source,
-                        "url": entry.url,
-                        "url_hash": keys[index],
-                        "state": State.QUEUED.value,
-                        "depth": entry.depth,
-                        "first_seen": when,
-                    }
-                    for index, entry in chunk
-                ]
+                rows = self._document_rows(chunk, keys, ids, when)
                 requests = {
                     row["url_hash"]: json.dumps(entry.data, separators=(",", ":")) if entry.data else None
                     for row, (_index, entry) in zip(rows, chunk, strict=True)
@@ -160,17 +149,7 @@ class Frontier:
                 written = connection.execute(documents_insert, rows).all()
                 if not written:
                     continue
-                queued = [
-                    {
-                        "document_id": document_id,
-                        "source": self.source,
-                        "run_id": self.run_id,
-                        "state": FrontierState.QUEUED.value,
-                        "depth": depth,
-                        "request": requests[key],
-                    }
-                    for document_id, key, depth in written
-                ]
+                queued = self._frontier_rows(written, requests)
                 result = connection.execute(frontier_insert, queued)
                 added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(queued)
             return added
@@ -181,6 +160,39 @@ class Frontier:
         self._remember(unique)
         self.additions += added
         return added
+
+    def _document_rows(
+        self, chunk: Sequence[tuple[int, Entry]], keys: Sequence[str], ids: Sequence[int] | None, when: datetime
+    ) -> list[dict[str, Any]]:
+        """The document-table rows of ``chunk``'s entries (by their index in the batch), as queued
+        URLs; with their ids, when the batch took them from the sequence first (``add``)."""
+        return [
+            {
+                **({"id": ids[index]} if ids is not None else {}),
+                "source": self.source,
+                "url": entry.url,
+                "url_hash": keys[index],
+                "state": State.QUEUED.value,
+                "depth": entry.depth,
+                "first_seen": when,
+            }
+            for index, entry in chunk
+        ]
+
+    def _frontier_rows(self, written: Iterable[Any], requests: Mapping[str, str | None]) -> list[dict[str, Any]]:
+        """The frontier's rows of the document rows ``written`` (id, url hash, depth), queued in
+        this run with their requests' data."""
+        return [
+            {
+                "document_id": document_id,
+                "source": self.source,
+                "run_id": self.run_id,
+                "state": FrontierState.QUEUED.value,
+                "depth": depth,
+                "request": requests[key],
+            }
+            for document_id, key, depth in written
+        ]
 
     @functools.cache  # noqa: B019 - four statements per frontier, built once: building costs more than running
     def _inserts(self, again: bool) -> tuple[Any, Any]:

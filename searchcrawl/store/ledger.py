@@ -95,6 +95,26 @@ def _bulk(event: Event) -> tuple[str, str]:
     return before.value, decide(Row(before), Outcome(event)).state.value
 
 
+def _by_target(origins: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The URLs that redirect to each target (``redirects.origins``' rows), by the target."""
+    redirecting: dict[str, list[dict[str, Any]]] = {}
+    for origin in origins:
+        if origin["target"] is not None:
+            redirecting.setdefault(origin["target"], []).append(origin)
+    return redirecting
+
+
+def _failure_through(origin: dict[str, Any]) -> Outcome:
+    """The outcome of a redirect target outside the boundary whose ``origin``, a URL that
+    redirects to it, failed: the target is kept through the failure, as a failing crawl of its own."""
+    return Outcome(
+        Event.FAILED,
+        origin["status"],
+        f"{origin['url']}, which redirects to it, failed: {origin['reason']}",
+        counted=origin["status"] not in UNCOUNTED_FAILURES,  # a refused login (936) holds it as long as it lasts
+    )
+
+
 class Ledger:
     """The writes of one source's URL states, each decided here, over its document table."""
 
@@ -599,10 +619,7 @@ class Ledger:
         # every URL that led to a target: the one it was last reached through (``via``), and any
         # whose last answer (or the one before a failure) was a temporary redirect to it
         by_url = redirects.origins(database, self.source, [via for _url, via, _state, _verdict in outside])
-        redirecting: dict[str, list[dict[str, Any]]] = {}
-        for origin in by_url.values():
-            if origin["target"] is not None:
-                redirecting.setdefault(origin["target"], []).append(origin)
+        redirecting = _by_target(by_url.values())
         gone = 0
         for url, via, state, verdict in outside:
             origins = list(redirecting.get(url, []))
@@ -623,14 +640,7 @@ class Ledger:
                     or "no URL of the source is known to redirect to it",
                 )
             elif step == "fail":  # kept through the failure, as a failing crawl of its own
-                origin = origins[verdicts.index("failing")]
-                failure = Outcome(
-                    Event.FAILED,
-                    origin["status"],
-                    f"{origin['url']}, which redirects to it, failed: {origin['reason']}",
-                    counted=origin["status"] not in UNCOUNTED_FAILURES,  # a refused login (936) holds it as long as it lasts
-                )
-                gone += self.record(url, failure) == State.REMOVING
+                gone += self.record(url, _failure_through(origins[verdicts.index("failing")])) == State.REMOVING
             else:
                 reason = f"{verdict[1]}; no URL of the source redirects to it any more ({via} answered {origins[0]['status']})"
                 self.record(url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))

@@ -137,42 +137,12 @@ def update_row(
     kept = guarded and original is not None and database.engine.dialect.name == "sqlite"
     by_id = row_id is not None
 
-    def build() -> Any:
-        assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
-        if track_change:
-            assignments["last_changed"] = case(
-                (
-                    or_(documents.c.checksum.is_(None), documents.c.checksum != bindparam("new_checksum")),
-                    bindparam("v_last_changed"),
-                ),
-                else_=documents.c.last_changed,
-            )
-        for column in checked:  # the validators of the content compared with, or none
-            assignments[column] = case(
-                (documents.c.checksum.is_not_distinct_from(bindparam("w_checksum")), bindparam(f"v_{column}")),
-                else_=documents.c[column],
-            )
-        if by_id:  # ids are never reused: a row is never deleted
-            statement = update(documents).where(documents.c.id == bindparam("w_id"))
-        else:
-            statement = update(documents).where(
-                documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
-            )
-        if guarded:
-            statement = statement.where(documents.c.state == bindparam("w_state"))
-        if kept:
-            holder = documents.alias("holder")
-            statement = statement.where(
-                ~exists().where(
-                    holder.c.source == bindparam("w_source"),
-                    holder.c.url_hash == bindparam("w_original"),
-                    one_of(holder.c.state, LEFT_INDEX),
-                    holder.c.delta_run == bindparam("w_run"),
-                )
-            )
-        return statement.values(assignments)
-
-    statement = database.statement(("update_row", tuple(values), track_change, guarded, kept, tuple(checked), by_id), build)
+    statement = database.statement(
+        ("update_row", tuple(values), track_change, guarded, kept, tuple(checked), by_id),
+        lambda: _update_statement(
+            tuple(values), tuple(checked), track_change=track_change, guarded=guarded, kept=kept, by_id=by_id
+        ),
+    )
     parameters = {f"v_{column}": value for column, value in {**values, **checked}.items()}
     if checked:
         parameters["w_checksum"] = compared_checksum
@@ -188,6 +158,46 @@ def update_row(
         parameters.update(w_source=source, w_url_hash=url_hash(url))
     result = connection.execute(statement, parameters)
     return not guarded or bool(result.rowcount)
+
+
+def _update_statement(
+    columns: tuple[str, ...], checked: tuple[str, ...], *, track_change: bool, guarded: bool, kept: bool, by_id: bool
+) -> Any:
+    """``update_row``'s statement for one set of columns, built once (``Database.statement``): its
+    values as bind parameters (``v_<column>``), and the conditions it was asked for."""
+    assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in columns}
+    if track_change:
+        assignments["last_changed"] = case(
+            (
+                or_(documents.c.checksum.is_(None), documents.c.checksum != bindparam("new_checksum")),
+                bindparam("v_last_changed"),
+            ),
+            else_=documents.c.last_changed,
+        )
+    for column in checked:  # the validators of the content compared with, or none
+        assignments[column] = case(
+            (documents.c.checksum.is_not_distinct_from(bindparam("w_checksum")), bindparam(f"v_{column}")),
+            else_=documents.c[column],
+        )
+    if by_id:  # ids are never reused: a row is never deleted
+        statement = update(documents).where(documents.c.id == bindparam("w_id"))
+    else:
+        statement = update(documents).where(
+            documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
+        )
+    if guarded:
+        statement = statement.where(documents.c.state == bindparam("w_state"))
+    if kept:
+        holder = documents.alias("holder")
+        statement = statement.where(
+            ~exists().where(
+                holder.c.source == bindparam("w_source"),
+                holder.c.url_hash == bindparam("w_original"),
+                one_of(holder.c.state, LEFT_INDEX),
+                holder.c.delta_run == bindparam("w_run"),
+            )
+        )
+    return statement.values(assignments)
 
 
 def set_indexed(

@@ -251,7 +251,6 @@ class Runs:
         took the run for an abandoned one and gave back the leases of a node already at work.
         """
         when = now()
-        host, pid = this_host(), os.getpid()
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
             row = self._latest(connection, source)
@@ -264,36 +263,61 @@ class Runs:
                 fresh = False  # joining the fleet's run, never abandoning it
             if row is not None and row["state"] in RESUMABLE:
                 if not fresh:
-                    sessions = row["sessions"] + 1
-                    connection.execute(
-                        update(runs)
-                        .where(runs.c.id == row["id"])
-                        .values(
-                            state=RunState.RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job
-                        )
-                    )
-                    others = self._join(connection, row["id"], owner, stale_after)
-                    return RunInfo(row["id"], source, RunState.RUNNING, True, sessions, others)
+                    return self._resume(connection, row, source, job, owner, stale_after, when)
                 connection.execute(
                     update(runs)
                     .where(runs.c.id == row["id"])
                     .values(state=RunState.STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)")
                 )
-            result = connection.execute(
-                runs.insert().values(
-                    source=source,
-                    state=RunState.RUNNING,
-                    started_at=when,
-                    updated_at=when,
-                    host=host,
-                    pid=pid,
-                    sessions=1,
-                    job=job,
-                )
+            return self._insert(connection, source, job, owner, stale_after, when)
+
+    def _resume(
+        self,
+        connection: Connection,
+        row: Any,
+        source: str,
+        job: str | None,
+        owner: str | None,
+        stale_after: float,
+        when: datetime,
+    ) -> RunInfo:
+        """``start``'s resumption of the unfinished run ``row`` at ``when``: one session more, run by this process."""
+        sessions = row["sessions"] + 1
+        connection.execute(
+            update(runs)
+            .where(runs.c.id == row["id"])
+            .values(
+                state=RunState.RUNNING,
+                control=None,
+                host=this_host(),
+                pid=os.getpid(),
+                updated_at=when,
+                sessions=sessions,
+                job=job,
             )
-            key = result.inserted_primary_key
-            assert key is not None  # one row inserted (not executemany): its key is known
-            return RunInfo(key[0], source, RunState.RUNNING, False, 1, self._join(connection, key[0], owner, stale_after))
+        )
+        others = self._join(connection, row["id"], owner, stale_after)
+        return RunInfo(row["id"], source, RunState.RUNNING, True, sessions, others)
+
+    def _insert(
+        self, connection: Connection, source: str, job: str | None, owner: str | None, stale_after: float, when: datetime
+    ) -> RunInfo:
+        """``start``'s new run of ``source``, begun at ``when``, run by this process."""
+        result = connection.execute(
+            runs.insert().values(
+                source=source,
+                state=RunState.RUNNING,
+                started_at=when,
+                updated_at=when,
+                host=this_host(),
+                pid=os.getpid(),
+                sessions=1,
+                job=job,
+            )
+        )
+        key = result.inserted_primary_key
+        assert key is not None  # one row inserted (not executemany): its key is known
+        return RunInfo(key[0], source, RunState.RUNNING, False, 1, self._join(connection, key[0], owner, stale_after))
 
     # --- nodes of a run (shared crawls) ----------------------------------------------------------
 
