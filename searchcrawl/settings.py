@@ -248,7 +248,7 @@ SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ADMINISTRATORS = ""
 SEARCHCRAWL_WEB_OPERATORS = ""
 SEARCHCRAWL_WEB_RELEVANCE_EDITORS = ""
-# Single sign-on with OpenID Connect (issue 79; searchcrawl/web/oidc.py, docs/web-application.md):
+# Single sign-on with OpenID Connect (issue 79; searchcrawl/web/sign_on/oidc.py, docs/web-application.md):
 # the provider's issuer URL ("": off), this application's client id (its secret:
 # SEARCHCRAWL_OIDC_CLIENT_SECRET(_FILE) in the environment), the scopes asked, the ID token's claims
 # naming the user and their groups, where the principals come from ("auto": the directory when
@@ -261,7 +261,7 @@ SEARCHCRAWL_OIDC_USER_CLAIM = "preferred_username"
 SEARCHCRAWL_OIDC_GROUPS_CLAIM = "groups"
 SEARCHCRAWL_OIDC_PRINCIPALS = "auto"
 SEARCHCRAWL_OIDC_NAME = "single sign-on"
-# Single sign-on with SAML 2.0 (searchcrawl/web/saml.py): the IdP's metadata (an https:// URL or a
+# Single sign-on with SAML 2.0 (searchcrawl/web/sign_on/saml.py): the IdP's metadata (an https:// URL or a
 # file; "": off), this service provider's entity id ("": <public URL>/login/saml/metadata), the
 # assertion's attributes naming the user and their groups, where principals come from (as OIDC's)
 # and the button's words. Register <public URL>/login/saml/acs (HTTP-POST) at the IdP, or give it
@@ -272,7 +272,7 @@ SEARCHCRAWL_SAML_USER_ATTRIBUTE = "uid"
 SEARCHCRAWL_SAML_GROUPS_ATTRIBUTE = "groups"
 SEARCHCRAWL_SAML_PRINCIPALS = "auto"
 SEARCHCRAWL_SAML_NAME = "single sign-on (SAML)"
-# Single sign-on with Kerberos (SPNEGO; searchcrawl/web/kerberos.py): the keytab of this service's
+# Single sign-on with Kerberos (SPNEGO; searchcrawl/web/sign_on/kerberos.py): the keytab of this service's
 # principal ("": off; made by the domain's administrator), the realm whose users are believed, the
 # service principal (HTTP/search.example.org: required, only its tickets are taken) and the button's words.
 # Needs python-gssapi: pip install searchcrawl[kerberos] (Debian's libkrb5-dev to build it).

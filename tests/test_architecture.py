@@ -251,10 +251,10 @@ UNTRIMMED: dict[tuple[str, str], str] = {
 
 # (module, callee as written): where web/, commands/ or search/ hand on the raw client, and why
 RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
-    ("searchcrawl.web.search_views", "TrimmedIndex"): "the search page's searcher's query",
-    ("searchcrawl.web.api_views", "TrimmedIndex"): "the JSON API's searcher's query",
-    ("searchcrawl.web.agent_views", "TrimmedIndex"): "the agent endpoint's tools: the API token's searcher's query",
-    ("searchcrawl.web.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
+    ("searchcrawl.web.views.search_views", "TrimmedIndex"): "the search page's searcher's query",
+    ("searchcrawl.web.views.api_views", "TrimmedIndex"): "the JSON API's searcher's query",
+    ("searchcrawl.web.views.agent_views", "TrimmedIndex"): "the agent endpoint's tools: the API token's searcher's query",
+    ("searchcrawl.web.views.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
     ("searchcrawl.web.context", "TrimmedIndex"): "suggestions of titles and past searches, as the searcher may read",
     ("searchcrawl.commands.search", "TrimmedIndex"): "`scrapy search [--as USER]`: the searcher's query",
     (
@@ -266,8 +266,8 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
         "searchcrawl.web.context",
         "managed.sync",
     ): "operators: the relevance page's synonyms and stopwords into Solr's managed resources",
-    ("searchcrawl.web.admin_views", "admin.solr_health"): "operators: Solr's health on the admin page",
-    ("searchcrawl.web.admin_views", "admin.explain_access"): "operators: explain-access on the admin page",
+    ("searchcrawl.web.views.admin_views", "admin.solr_health"): "operators: Solr's health on the admin page",
+    ("searchcrawl.web.views.admin_views", "admin.explain_access"): "operators: explain-access on the admin page",
     ("searchcrawl.web.admin", "index.document_count"): "operators: Solr's health, the whole index's count",
     ("searchcrawl.web.admin", "index.ping"): "operators: Solr's health",
     ("searchcrawl.web.admin", "access_lines"): "operators: explain-access (access/explanation.py's held_documents)",
@@ -278,7 +278,7 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.commands.embed", "PassageIndex"): "operators: `scrapy embed`, the passages' upkeep",
     ("searchcrawl.commands.explain-answer", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.commands.explain-answer", "explain_answer"): "operators: `scrapy explain-answer`'s untrimmed view",
-    ("searchcrawl.web.admin_views", "in_thread"): "operators: the explain-answer page's untrimmed view, off the event loop",
+    ("searchcrawl.web.views.admin_views", "in_thread"): "operators: the explain-answer page's untrimmed view, off the event loop",
     ("searchcrawl.search.answer_explanation", "TrimmedIndex"): "explain-answer: the answer as the user gets it, trimmed",
     ("searchcrawl.commands.relevance", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.web.context", "semantic_search"): "semantic search's backfill switch: counts of passages",
@@ -509,6 +509,8 @@ def test_the_searchers_rule_finds_a_raw_call_a_raw_client_handed_on_and_the_trim
     assert raw_client_handed_on(module, taking) == {(module, "count"), (module, "index.document_count")}
     # a view handed the web context hands on its client as ctx.solr: found as well
     view = "async def search(ctx: WebContext, request: Request) -> Response:\n    return run_search(ctx.solr, query)\n"
-    assert raw_client_handed_on("searchcrawl.web.search_views", view) == {("searchcrawl.web.search_views", "run_search")}
+    assert raw_client_handed_on("searchcrawl.web.views.search_views", view) == {
+        ("searchcrawl.web.views.search_views", "run_search")
+    }
     asked = "def count(ctx: WebContext) -> int:\n    return ctx.solr.search('*:*', rows=0).hits\n"
     assert solr_queries(module, asked) == {(module, "count")}

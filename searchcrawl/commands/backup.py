@@ -22,7 +22,7 @@ from searchcrawl.commands import open_database
 from searchcrawl.ops import configuration_backup as backup
 from searchcrawl.ops.terminal import printable
 from searchcrawl.system import paths
-from searchcrawl.web.source_files import refused_new_source
+from searchcrawl.web.source_editor import refused_new_source
 
 
 class Command(ScrapyCommand):

@@ -45,8 +45,8 @@ PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
 def oidc_config(settings: BaseSettings) -> Any:
-    """Single sign-on's configuration (web/oidc.py) from SEARCHCRAWL_OIDC_*, or None when off."""
-    from searchcrawl.web.oidc import OidcConfig
+    """Single sign-on's configuration (web/sign_on/oidc.py) from SEARCHCRAWL_OIDC_*, or None when off."""
+    from searchcrawl.web.sign_on.oidc import OidcConfig
 
     issuer = (settings.get("SEARCHCRAWL_OIDC_ISSUER") or "").strip()
     if not issuer:
@@ -83,8 +83,8 @@ def principals_mode(settings: BaseSettings, name: str) -> str:
 
 
 def saml_config(settings: BaseSettings) -> Any:
-    """SAML single sign-on's configuration (web/saml.py) from SEARCHCRAWL_SAML_*, or None when off."""
-    from searchcrawl.web.saml import SamlConfig
+    """SAML single sign-on's configuration (web/sign_on/saml.py) from SEARCHCRAWL_SAML_*, or None when off."""
+    from searchcrawl.web.sign_on.saml import SamlConfig
 
     metadata = (settings.get("SEARCHCRAWL_SAML_IDP_METADATA") or "").strip()
     if not metadata:
@@ -104,8 +104,8 @@ def saml_config(settings: BaseSettings) -> Any:
 
 
 def kerberos_config(settings: BaseSettings) -> Any:
-    """Kerberos single sign-on's configuration (web/kerberos.py), or None when off."""
-    from searchcrawl.web.kerberos import KerberosConfig
+    """Kerberos single sign-on's configuration (web/sign_on/kerberos.py), or None when off."""
+    from searchcrawl.web.sign_on.kerberos import KerberosConfig
 
     keytab = (settings.get("SEARCHCRAWL_KERBEROS_KEYTAB") or "").strip()
     if not keytab:

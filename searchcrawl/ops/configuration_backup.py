@@ -72,7 +72,7 @@ TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
 NOTABLE_KEYS = ("spider_class", "url_rewriter", "agent", "log_file", "temp_dir")
 PRIVATE_KEY = b"PRIVATE KEY-----"
 # Why a source's text may not be restored ("" when it may): the source editor's own check of a new
-# source (web/source_files.py ``guarded_change``), handed in by the caller: this level cannot import it
+# source (web/source_editor.py ``guarded_change``), handed in by the caller: this level cannot import it
 SourceRefusal = Callable[[str], str]
 
 

@@ -29,7 +29,7 @@ WEB_USERNAME, WEB_PASSWORD = "SEARCHCRAWL_WEB_USERNAME", "SEARCHCRAWL_WEB_PASSWO
 LDAP_BIND_PASSWORD = "SEARCHCRAWL_LDAP_BIND_PASSWORD"
 # issue 60: the notifications' SMTP password, webhook URLs (they may hold a token) and signing secret
 NOTIFY_SECRETS = ("SEARCHCRAWL_SMTP_PASSWORD", "SEARCHCRAWL_NOTIFY_WEBHOOK_URL", "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET")
-# issue 79: single sign-on's client secret (web/oidc.py)
+# issue 79: single sign-on's client secret (web/sign_on/oidc.py)
 OIDC_CLIENT_SECRET = "SEARCHCRAWL_OIDC_CLIENT_SECRET"
 SECRET_NAMES = (
     SOLR_PASSWORD,

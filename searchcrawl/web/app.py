@@ -4,7 +4,7 @@ The search page shows each searcher what they may read (Solr trims hits, counts,
 suggestions to the searcher's principals: searchcrawl/access/). A searcher is known by signing
 in on the search page (the password checked by a bind to the LDAP directory; sessions, cookies
 and a login throttle apart from the administrators'), or by the user header of a trusted
-reverse proxy doing single sign-on (searchers.py); anyone else sees public documents only, and
+reverse proxy doing single sign-on (sign_on/searchers.py); anyone else sees public documents only, and
 so does a signed-in searcher whose principals the directory cannot give now (fail closed).
 
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
@@ -28,10 +28,10 @@ administration pages (store/api_tokens.py); portals include static/searchbox.js,
 search page.
 
 This module builds the application: the context (context.py: the services, built once), the
-route table over the views of each audience (search_views.py, api_views.py, signin_views.py,
-admin_views.py, relevance_views.py, analytics_views.py, token_views.py, backup_views.py, source_views.py; what they share:
+route table over the views of each audience (views/search_views.py, views/api_views.py, views/sign_on_views.py,
+views/admin_views.py, views/relevance_views.py, views/analytics_views.py, views/token_views.py, views/backup_views.py, views/source_editor_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
-is in search_page.py, admin.py, sessions.py, searchers.py, api.py and their neighbours.
+is in search_page.py, admin.py, sign_on/sessions.py, sign_on/searchers.py, api.py and their neighbours.
 """
 
 from __future__ import annotations
@@ -51,7 +51,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.system import translations
-from searchcrawl.web import (
+from searchcrawl.web.context import WebConfig, WebContext
+from searchcrawl.web.origins import SameOriginPosts
+from searchcrawl.web.shared import LANGUAGE_COOKIE, PEER
+from searchcrawl.web.views import (
     admin_views,
     agent_views,
     analytics_views,
@@ -59,13 +62,10 @@ from searchcrawl.web import (
     backup_views,
     relevance_views,
     search_views,
-    signin_views,
-    source_views,
+    sign_on_views,
+    source_editor_views,
     token_views,
 )
-from searchcrawl.web.context import WebConfig, WebContext
-from searchcrawl.web.origins import SameOriginPosts
-from searchcrawl.web.shared import LANGUAGE_COOKIE, PEER
 
 EMBEDDABLE = "/static/searchbox.js"  # the portals' search box (static/searchbox.js)
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
@@ -83,7 +83,7 @@ SECURITY_HEADERS = {
 class PeerAddress:
     """Keeps the connection's peer address in the scope (``PEER``) before X-Forwarded-For is
     applied to ``client``: the user header is believed from a proxy's connection only, not from
-    a client that names a proxy's address in X-Forwarded-For (searchers.py)."""
+    a client that names a proxy's address in X-Forwarded-For (sign_on/searchers.py)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -166,22 +166,22 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/suggest", search_views.suggest, ["GET"]),
         route("/cached", search_views.cached, ["GET"]),
         route("/language", search_views.choose_language, ["POST"]),
-        route("/login", signin_views.signin_form, ["GET"]),
-        route("/login", signin_views.signin, ["POST"]),
-        route("/logout", signin_views.signout, ["POST"]),
-        route("/login/oidc", signin_views.oidc_signin, ["GET"]),
-        route("/login/oidc/callback", signin_views.oidc_callback, ["GET"]),
-        route("/admin/login/oidc", signin_views.oidc_login, ["GET"]),
-        route("/login/saml", signin_views.saml_signin, ["GET"]),
-        route(signin_views.SAML_ACS, signin_views.saml_acs, ["POST"]),
-        route(signin_views.SAML_METADATA, signin_views.saml_metadata, ["GET"]),
-        route("/admin/login/saml", signin_views.saml_login, ["GET"]),
-        route("/login/kerberos", signin_views.kerberos_signin, ["GET"]),
-        route("/admin/login/kerberos", signin_views.kerberos_login, ["GET"]),
+        route("/login", sign_on_views.signin_form, ["GET"]),
+        route("/login", sign_on_views.signin, ["POST"]),
+        route("/logout", sign_on_views.signout, ["POST"]),
+        route("/login/oidc", sign_on_views.oidc_signin, ["GET"]),
+        route("/login/oidc/callback", sign_on_views.oidc_callback, ["GET"]),
+        route("/admin/login/oidc", sign_on_views.oidc_login, ["GET"]),
+        route("/login/saml", sign_on_views.saml_signin, ["GET"]),
+        route(sign_on_views.SAML_ACS, sign_on_views.saml_acs, ["POST"]),
+        route(sign_on_views.SAML_METADATA, sign_on_views.saml_metadata, ["GET"]),
+        route("/admin/login/saml", sign_on_views.saml_login, ["GET"]),
+        route("/login/kerberos", sign_on_views.kerberos_signin, ["GET"]),
+        route("/admin/login/kerberos", sign_on_views.kerberos_login, ["GET"]),
         route("/admin", admin_views.overview),
-        route("/admin/login", signin_views.login_form, ["GET"]),
-        route("/admin/login", signin_views.login, ["POST"]),
-        route("/admin/logout", signin_views.logout, ["POST"]),
+        route("/admin/login", sign_on_views.login_form, ["GET"]),
+        route("/admin/login", sign_on_views.login, ["POST"]),
+        route("/admin/logout", sign_on_views.logout, ["POST"]),
         route("/admin/runs/{run:int}", admin_views.run),
         route("/admin/sources/{name}", admin_views.source),
         route("/admin/sources/{name}/documents", admin_views.documents),
@@ -201,13 +201,13 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/summary", admin_views.summary_page, ["GET"]),  # issue 60
         route("/admin/audit", admin_views.audit_page, ["GET"]),  # issue 79
         route("/admin/api", token_views.api_tokens, ["GET", "POST"]),
-        route("/admin/source-files", source_views.source_files, ["GET"]),
-        route("/admin/new-source", source_views.source_editor, ["GET"]),
-        route("/admin/new-source", source_views.source_change, ["POST"]),
-        route("/admin/source-files/{name}", source_views.source_editor, ["GET"]),
-        route("/admin/source-files/{name}", source_views.source_change, ["POST"]),
-        route("/admin/source-files/{name}/{action}", source_views.source_file_action, ["POST"]),
-        route("/admin/test-crawl", source_views.test_crawl_page, ["GET"]),  # issue 91
+        route("/admin/source-files", source_editor_views.source_files, ["GET"]),
+        route("/admin/new-source", source_editor_views.source_editor, ["GET"]),
+        route("/admin/new-source", source_editor_views.source_change, ["POST"]),
+        route("/admin/source-files/{name}", source_editor_views.source_editor, ["GET"]),
+        route("/admin/source-files/{name}", source_editor_views.source_change, ["POST"]),
+        route("/admin/source-files/{name}/{action}", source_editor_views.source_file_action, ["POST"]),
+        route("/admin/test-crawl", source_editor_views.test_crawl_page, ["GET"]),  # issue 91
         route("/admin/backup", backup_views.backup_page, ["GET"]),
         route("/admin/backup/export", backup_views.backup_export, ["GET"]),
         route("/admin/backup/import", backup_views.backup_import, ["POST"]),
@@ -251,7 +251,7 @@ def create_app(config: WebConfig) -> Starlette:
     middleware.append(Middleware(InterfaceLanguage, prefix=config.prefix))
     # after the proxy headers: the scheme judged is the browser's (origins.py)
     # the SAML IdP's answer is a POST from its own page by design (believed for its signature)
-    middleware.append(Middleware(SameOriginPosts, public=config.public_origins, exempt=(config.prefix + signin_views.SAML_ACS,)))
+    middleware.append(Middleware(SameOriginPosts, public=config.public_origins, exempt=(config.prefix + sign_on_views.SAML_ACS,)))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = ctx  # the context, for tests and tools that look inside
     return app

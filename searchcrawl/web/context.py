@@ -1,7 +1,7 @@
 """The web application's context: the services every view is handed, built once when the
 application starts (create_app in app.py) and passed explicitly to each view (the views:
-search_views.py, api_views.py, signin_views.py, admin_views.py, relevance_views.py,
-analytics_views.py, token_views.py). It holds the configuration, the administrators' and the
+views/search_views.py, views/api_views.py, views/sign_on_views.py, views/admin_views.py, views/relevance_views.py,
+views/analytics_views.py, views/token_views.py). It holds the configuration, the administrators' and the
 searchers' sessions and login throttles, the templates, the Solr client, the database (opened at
 its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query
 analytics' writer, Solr's and Tika's health and the metrics' registry; and the search side the
@@ -53,15 +53,15 @@ from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.system import translations
 from searchcrawl.web import analytics, api
-from searchcrawl.web.kerberos import KerberosAcceptor, KerberosConfig
-from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.roles import AdminUser, RoleMap
-from searchcrawl.web.saml import SamlClient, SamlConfig
 from searchcrawl.web.search_page import FACET_TITLES, SearchPage
-from searchcrawl.web.searchers import Proxies
-from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.shared import SESSION_COOKIE
-from searchcrawl.web.source_files import TestCrawls
+from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
+from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
+from searchcrawl.web.sign_on.saml import SamlClient, SamlConfig
+from searchcrawl.web.sign_on.searchers import Proxies
+from searchcrawl.web.sign_on.sessions import LoginThrottle, SearcherSessions, Sessions
+from searchcrawl.web.source_editor import TestCrawls
 
 logger = logging.getLogger(__name__)
 
@@ -151,12 +151,12 @@ class WebConfig:
     # _RELEVANCE_EDITORS), for directory users; the sources folder (SEARCHCRAWL_SOURCES_DIR) and the settings in effect, for the
     # backup page (ops/configuration_backup.py: sources and notification settings)
     roles: RoleMap = field(default_factory=lambda: RoleMap({}))
-    oidc: OidcConfig | None = None  # single sign-on with OpenID Connect (SEARCHCRAWL_OIDC_*: oidc.py)
-    saml: SamlConfig | None = None  # single sign-on with SAML 2.0 (SEARCHCRAWL_SAML_*: saml.py)
-    kerberos: KerberosConfig | None = None  # single sign-on with Kerberos (SEARCHCRAWL_KERBEROS_*: kerberos.py)
+    oidc: OidcConfig | None = None  # single sign-on with OpenID Connect (SEARCHCRAWL_OIDC_*: sign_on/oidc.py)
+    saml: SamlConfig | None = None  # single sign-on with SAML 2.0 (SEARCHCRAWL_SAML_*: sign_on/saml.py)
+    kerberos: KerberosConfig | None = None  # single sign-on with Kerberos (SEARCHCRAWL_KERBEROS_*: sign_on/kerberos.py)
     sources_dir: Path | None = None
     # issue 91: the source editor (and a restore) takes new seeds on loopback or link-local
-    # addresses (SEARCHCRAWL_WEB_LOCAL_SEEDS; web/source_files.py guarded_change)
+    # addresses (SEARCHCRAWL_WEB_LOCAL_SEEDS; web/source_editor.py guarded_change)
     local_seeds: bool = False
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
@@ -216,7 +216,7 @@ class WebContext:
             self.config.session_lifetime,
             role_logins=self.config.roles.any and self.config.sign_ins(),
         )
-        # single sign-on (oidc.py): the provider's client and its pending sign-ins
+        # single sign-on (sign_on/oidc.py): the provider's client and its pending sign-ins
         self.oidc = (
             OidcClient(self.config.oidc, groups_needed=self.config.principals_from_provider("oidc"))
             if self.config.oidc is not None
@@ -372,7 +372,7 @@ class WebContext:
             admin=getattr(request.state, "admin", None),  # who, and their roles (shared.admin_gate's)
             admin_enabled=self.sessions.enabled,
             signin_enabled=self.searchers.enabled,
-            # a provider's name as the admin set it, or its default name (N_ in oidc.py...) translated
+            # a provider's name as the admin set it, or its default name (N_ in sign_on/oidc.py...) translated
             oidc_name=translations.translated(self.config.oidc.name) if self.config.oidc is not None else "",
             saml_name=translations.translated(self.config.saml.name) if self.config.saml is not None else "",
             kerberos_name=translations.translated(self.config.kerberos.name) if self.config.kerberos is not None else "",

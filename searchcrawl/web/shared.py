@@ -1,5 +1,5 @@
-"""What the views share (the views: search_views.py, api_views.py, signin_views.py, admin_views.py,
-relevance_views.py, analytics_views.py, token_views.py): who searches, forms read small and once,
+"""What the views share (the views: views/search_views.py, views/api_views.py, views/sign_on_views.py, views/admin_views.py,
+views/relevance_views.py, views/analytics_views.py, views/token_views.py): who searches, forms read small and once,
 blocking work off the event loop, cookies, and the administration's gate. Each function takes
 the context (context.py) or only what it uses."""
 
@@ -23,9 +23,9 @@ from searchcrawl.access.tokens import AccessError
 from searchcrawl.search.extractive import is_question
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
-from searchcrawl.web.searchers import Searcher, header_user
-from searchcrawl.web.sessions import Session, Sessions
-from searchcrawl.web.sign_on import provider_principals
+from searchcrawl.web.sign_on.providers import provider_principals
+from searchcrawl.web.sign_on.searchers import Searcher, header_user
+from searchcrawl.web.sign_on.sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
@@ -92,7 +92,7 @@ def session_principals_from_provider(ctx: WebContext, kind: str) -> bool:
 
 async def session_principals(ctx: WebContext, session: Session) -> Principals:
     """The principals of a session's user: a single sign-on's from the groups its provider gave
-    where that is where they come from (oidc.py, saml.py: ``principals`` "token", or "auto"
+    where that is where they come from (sign_on/oidc.py, sign_on/saml.py: ``principals`` "token", or "auto"
     without a directory), else the directory's."""
     if session_principals_from_provider(ctx, session.kind):
         return provider_principals(session.user, session.groups, f"single sign-on ({session.kind})", session.partial)

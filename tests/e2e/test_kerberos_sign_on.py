@@ -1,4 +1,4 @@
-"""Single sign-on with Kerberos (issue 79 point 3: web/kerberos.py) against the Samba Active
+"""Single sign-on with Kerberos (issue 79 point 3: web/sign_on/kerberos.py) against the Samba Active
 Directory domain controller the SMB tests start (tests/samba_domain.py: its KDC): this service's
 principal and keytab made as a domain administrator makes them (``samba-tool spn add``,
 ``samba-tool domain exportkeytab``); a searcher's ticket, got with their password as a domain
@@ -22,8 +22,8 @@ from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import PUBLIC
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
-from searchcrawl.web.kerberos import KerberosConfig
 from searchcrawl.web.roles import Role, RoleMap
+from searchcrawl.web.sign_on.kerberos import KerberosConfig
 from tests.conftest import Project
 from tests.e2e.test_single_sign_on import corpus, titles
 from tests.e2e.test_web import web_config

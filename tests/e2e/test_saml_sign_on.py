@@ -1,4 +1,4 @@
-"""Single sign-on with SAML 2.0 (issue 79 point 3: web/saml.py) against a real identity provider
+"""Single sign-on with SAML 2.0 (issue 79 point 3: web/sign_on/saml.py) against a real identity provider
 (Debian's SimpleSAMLphp under PHP's web server, tests/saml_server.py) and a real Solr: a searcher
 signs in at the IdP and sees what the assertion's groups may read; an administrator's role comes
 from them; a forged, replayed or stray answer is refused; this service provider's metadata is
@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from searchcrawl.access.tokens import PUBLIC
 from searchcrawl.web.app import create_app
 from searchcrawl.web.roles import Role, RoleMap
-from searchcrawl.web.saml import SamlConfig
+from searchcrawl.web.sign_on.saml import SamlConfig
 from tests.conftest import Project
 from tests.e2e.test_single_sign_on import corpus, titles
 from tests.e2e.test_web import web_config

@@ -1,4 +1,4 @@
-"""Single sign-on with OpenID Connect (issue 79 point 3: web/oidc.py) against a real provider
+"""Single sign-on with OpenID Connect (issue 79 point 3: web/sign_on/oidc.py) against a real provider
 (panva's oidc-provider under Node.js, tests/oidc_server.py) and a real Solr: a searcher signs in at
 the provider and sees what their principals (from the ID token's groups, or from the real LDAP
 directory) may read; an administrator's role comes from the same principals, and a user without
@@ -19,8 +19,8 @@ from starlette.testclient import TestClient
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
 from searchcrawl.web.app import create_app
-from searchcrawl.web.oidc import OidcConfig
 from searchcrawl.web.roles import Role, RoleMap
+from searchcrawl.web.sign_on.oidc import OidcConfig
 from tests.conftest import Project
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web import web_config

@@ -1,4 +1,4 @@
-"""Sources edited in the browser (issue 79 point 1: web/source_views.py, web/source_files.py), on a
+"""Sources edited in the browser (issue 79 point 1: web/views/source_editor_views.py, web/source_editor.py), on a
 source crawled for real into the test Solr: an administrator opens it, gets the crawl loader's
 one-line error beside the text, explains a URL and runs a test crawl against the unsaved text,
 reviews the change (the diff, the documents a narrower scope takes out, the recrawl a changed

@@ -29,7 +29,7 @@ from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
 from searchcrawl.search.labels import type_label
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
-from searchcrawl.web.sessions import FREE_FAILURES
+from searchcrawl.web.sign_on.sessions import FREE_FAILURES
 from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer, SlowProxy
 from tests.e2e.test_web import login, web_config

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.web.app import create_app
-from searchcrawl.web.sessions import FREE_FAILURES
+from searchcrawl.web.sign_on.sessions import FREE_FAILURES
 from tests.conftest import free_port, wait_for
 from tests.web.test_app import PASSWORD, unit_config
 
@@ -61,7 +61,7 @@ def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(tmp_
     throttle = web.app.state.web.throttle  # type: ignore[attr-defined]
     counted, uncounted = ("203.0.113.7", "127.0.0.1") if proxies else ("127.0.0.1", "203.0.113.7")
     assert other == (303 if proxies else 429)
-    # counted by address, and by address and the name guessed at (web/signin_views.py throttle_key)
+    # counted by address, and by address and the name guessed at (web/views/sign_on_views.py throttle_key)
     assert throttle.wait(counted) > 0 and throttle.wait(uncounted) == 0 and len(throttle) == 2
 
 

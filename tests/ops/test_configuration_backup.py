@@ -20,7 +20,7 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web.source_files import refused_new_source
+from searchcrawl.web.source_editor import refused_new_source
 
 INTRANET = """# The intranet, crawled nightly: its seeds beside it
 seeds = ["https://intranet.example/"]

@@ -29,7 +29,7 @@ from searchcrawl.search.suggestions import (
     suggest,
 )
 from searchcrawl.web.app import SECURITY_HEADERS, create_app
-from searchcrawl.web.search_views import SEARCH_PAGE_CSP
+from searchcrawl.web.views.search_views import SEARCH_PAGE_CSP
 from tests.web.test_app import unit_config
 
 

@@ -1,4 +1,4 @@
-"""The agent endpoint's logging (web/agent_views.py): a tool call is one line at INFO, the endpoint's
+"""The agent endpoint's logging (web/views/agent_views.py): a tool call is one line at INFO, the endpoint's
 own; the protocol SDK's lines of every request are written at DEBUG (issue 91: each tool call logged
 two more lines at INFO, "Processing request of type CallToolRequest" and "Terminating session: None")."""
 
@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from searchcrawl.web.agent_views import SDK_REQUEST_LOGGERS, sdk_lines_at_debug
+from searchcrawl.web.views.agent_views import SDK_REQUEST_LOGGERS, sdk_lines_at_debug
 
 
 def test_the_sdks_lines_of_every_request_are_at_debug(caplog: pytest.LogCaptureFixture) -> None:
@@ -20,7 +20,7 @@ def test_the_sdks_lines_of_every_request_are_at_debug(caplog: pytest.LogCaptureF
     logging.getLogger(SDK_REQUEST_LOGGERS[1]).info("Terminating session: None")  # an f-string there
     for name in SDK_REQUEST_LOGGERS:
         logging.getLogger(name).warning("Something the operator must see")
-    logging.getLogger("searchcrawl.web.agent_views").info("Agent search by token %r (%s): %d hits", "t", "public", 1)
+    logging.getLogger("searchcrawl.web.views.agent_views").info("Agent search by token %r (%s): %d hits", "t", "public", 1)
     assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
         ("WARNING", "Something the operator must see"),
         ("WARNING", "Something the operator must see"),

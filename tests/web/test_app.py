@@ -19,9 +19,9 @@ from searchcrawl.search.searcher import OncePer
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.sessions import FREE_FAILURES
 from searchcrawl.web.shared import MAX_FORM_BYTES
-from searchcrawl.web.signin_views import throttle_key
+from searchcrawl.web.sign_on.sessions import FREE_FAILURES
+from searchcrawl.web.views.sign_on_views import throttle_key
 from tests.web_site import attempts_at_once
 
 PASSWORD = "unit-password-1"

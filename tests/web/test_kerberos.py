@@ -1,4 +1,4 @@
-"""Kerberos sign-in without a KDC (issue 79: searchcrawl/web/kerberos.py): the Negotiate header
+"""Kerberos sign-in without a KDC (issue 79: searchcrawl/web/sign_on/kerberos.py): the Negotiate header
 read strictly, and a principal's user name refused, never rewritten, when a directory lookup or an
 access token would read it as someone else (the hostile review's cases)."""
 
@@ -8,8 +8,8 @@ import base64
 
 import pytest
 
-from searchcrawl.web.kerberos import MAX_TOKEN_BYTES, kerberos_user, negotiate_token
-from searchcrawl.web.sign_on import SignOnError
+from searchcrawl.web.sign_on.kerberos import MAX_TOKEN_BYTES, kerberos_user, negotiate_token
+from searchcrawl.web.sign_on.providers import SignOnError
 
 
 def test_the_negotiate_header_is_read_strictly() -> None:
@@ -44,7 +44,7 @@ def test_a_plain_principal_is_its_user() -> None:
 
 
 def test_a_token_that_holds_no_kerberos_ticket_is_no_service() -> None:
-    from searchcrawl.web.kerberos import DerError, ticket_service
+    from searchcrawl.web.sign_on.kerberos import DerError, ticket_service
 
     for token in (b"", b"\x60", b"\x60\x03\x06\x01\x00", b"NTLMSSP\x00\x01", b"\x60\x84\xff\xff\xff\xff"):
         with pytest.raises(DerError):

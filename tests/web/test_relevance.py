@@ -555,7 +555,7 @@ def test_the_relevance_page_edits_and_schedules_a_bet_in_place(tmp_path: Path, c
         "queries": "holiday form\nLeave",
         "urls": "https://intranet/<new>",
     }
-    with caplog.at_level(logging.INFO, logger="searchcrawl.web.relevance_views"):
+    with caplog.at_level(logging.INFO, logger="searchcrawl.web.views.relevance_views"):
         saved = web.post("/admin/relevance", data=edit)
     assert saved.status_code == 200 and f"Best bet {bet.id} saved." in saved.text and "&lt;new&gt;" in saved.text
     assert [r.message for r in caplog.records if "relevance edit-bet" in r.message] == [

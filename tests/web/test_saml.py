@@ -1,4 +1,4 @@
-"""The SAML answer's checks made before pysaml2 reads it (web/saml.py): its size, its inflation, and
+"""The SAML answer's checks made before pysaml2 reads it (web/sign_on/saml.py): its size, its inflation, and
 the algorithms its signatures name (a weak one refused). Synthetic answers; the IdP's real ones
 are in tests/e2e/test_saml_sign_on.py."""
 
@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from searchcrawl.web.saml import plain_response, weak_algorithm
-from searchcrawl.web.sign_on import SignOnError
+from searchcrawl.web.sign_on.providers import SignOnError
+from searchcrawl.web.sign_on.saml import plain_response, weak_algorithm
 
 DSIG = "http://www.w3.org/2000/09/xmldsig#"
 

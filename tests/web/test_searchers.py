@@ -22,9 +22,9 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.commands.web import trusted_proxies, user_header
 from searchcrawl.web.app import create_app
-from searchcrawl.web.searchers import Proxies, header_user
-from searchcrawl.web.sessions import FREE_FAILURES
 from searchcrawl.web.shared import SEARCHER_COOKIE, SESSION_COOKIE, who_searches
+from searchcrawl.web.sign_on.searchers import Proxies, header_user
+from searchcrawl.web.sign_on.sessions import FREE_FAILURES
 from tests.web.test_app import PASSWORD, attempt, unit_config
 from tests.web_site import attempts_at_once
 
@@ -170,7 +170,7 @@ def test_a_directory_that_does_not_answer(web: TestClient, directory: StandInDir
     assert signed_in(page.text) == "alice"
     assert "Only public documents are shown: the directory at ldap://127.0.0.1:9 does not answer" in page.text
     web.cookies.clear()
-    with caplog.at_level(logging.WARNING, logger="searchcrawl.web.signin_views"):
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.web.views.sign_on_views"):
         token = re.search(r'name="signin_token" value="([^"]+)"', web.get("/login").text)
         assert token is not None
         down = web.post("/login", data={"signin_token": token[1], "username": "bob", "password": "bob-secret"})

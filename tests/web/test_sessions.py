@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from searchcrawl.web import sessions
-from searchcrawl.web.sessions import (
+from searchcrawl.web.sign_on import sessions
+from searchcrawl.web.sign_on.sessions import (
     FREE_FAILURES,
     GLOBAL_FAILURES_PER_MINUTE,
     MAX_CLIENTS,

@@ -1,4 +1,4 @@
-"""What single sign-on's protocols share (issue 79: searchcrawl/web/sign_on.py), without HTTP:
+"""What single sign-on's protocols share (issue 79: searchcrawl/web/sign_on/providers.py), without HTTP:
 pending sign-ins bound to a key and taken once, bounded per client; user names and groups from a
 provider checked; their principals, partial when groups were left out (fail closed). Each case of
 the hostile review of the OpenID Connect sign-in is here."""
@@ -10,8 +10,8 @@ import pytest
 from searchcrawl.access.decision import decide
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.system.translations import speaking
-from searchcrawl.web.oidc import OidcClient, OidcConfig
-from searchcrawl.web.sign_on import (
+from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
+from searchcrawl.web.sign_on.providers import (
     MAX_GROUPS,
     MAX_PER_OWNER,
     PENDING_SECONDS,
@@ -226,7 +226,7 @@ def test_a_contractor_whose_groups_were_not_read_is_refused_a_document_contracto
     client._get_json = get_json  # type: ignore[method-assign]
     client.id_token_claims = lambda id_token, nonce: {"sub": "carol-id", "preferred_username": "carol"}  # type: ignore[method-assign]
     monkeypatch.setattr(
-        "searchcrawl.web.oidc.OAuth2Session.fetch_token",
+        "searchcrawl.web.sign_on.oidc.OAuth2Session.fetch_token",
         lambda *args, **kwargs: {"id_token": "checked", "access_token": access_token},
     )
     key, _url = client.start("search", "https://search.example/login/oidc/callback")

@@ -1,6 +1,8 @@
 """The web application's shape (issue 73), read from its syntax trees: app.py builds the context and
 the route table and holds the middlewares, and no view; each audience's views are a module of
-their own (``VIEWS``), handed the context (context.py) by the route table, never looking it up;
+their own (``VIEWS``) in web/views/, named ``<topic>_views.py``, its logic without HTTP in
+``web/<topic>.py`` or ``web/<topic>/`` beside the folder, or in the lower module its docstring
+names (issue 95); handed the context (context.py) by the route table, never looking it up;
 no view module reaches into another's (what they share is in shared.py and context.py); no class
 of web/ grows into a container of everything again (``MAX_METHODS``). Exceptions are named here
 with their reasons."""
@@ -8,6 +10,8 @@ with their reasons."""
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
 from tests.syntax_trees import PACKAGE, tree_of
 
@@ -16,14 +20,14 @@ WEB = PACKAGE / "web"
 VIEWS = {
     "search_views",  # searchers: the search page, suggestions while typing
     "api_views",  # other applications: the JSON API
-    "signin_views",  # searchers' and administrators' sign-in
+    "sign_on_views",  # searchers' and administrators' sign-in
     "admin_views",  # the administration's pages, /metrics
     "relevance_views",  # the relevance rules, why a document is a hit
     "analytics_views",  # query analytics, hits opened
     "token_views",  # the JSON API's tokens
     "agent_views",  # AI agents: the Model Context Protocol (issue 77)
     "backup_views",  # the configuration backed up and restored (issue 79)
-    "source_views",  # source files edited in the browser (issue 79)
+    "source_editor_views",  # source files edited in the browser (issue 79)
 }
 # what every view may use beside its own module: the context and the shared helpers
 SHARED = {"context", "shared"}
@@ -36,12 +40,21 @@ VIEW_TO_VIEW: dict[tuple[str, str], str] = {
 }
 
 
+# the packages of web/, whose modules are imported by name (``from searchcrawl.web.views import search_views``)
+PACKAGES = {"searchcrawl.web", "searchcrawl.web.views", "searchcrawl.web.sign_on"}
+
+
+def paths() -> dict[str, Path]:
+    """Every module of web/ (its subpackages' too) by its name, which is unique in searchcrawl."""
+    return {path.stem: path for path in sorted(WEB.rglob("*.py")) if path.stem != "__init__"}
+
+
 def tree(name: str) -> ast.Module:
-    return tree_of(WEB / f"{name}.py")
+    return tree_of(paths()[name])
 
 
 def modules() -> list[str]:
-    return sorted(path.stem for path in WEB.glob("*.py"))
+    return sorted(paths())
 
 
 def functions(node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
@@ -56,18 +69,34 @@ def web_imports(node: ast.AST) -> list[tuple[str, list[str]]]:
     """(web module imported, the names taken from it) for every import of a searchcrawl.web module."""
     found = []
     for child in ast.walk(node):
-        if isinstance(child, ast.ImportFrom) and child.module == "searchcrawl.web":
+        if isinstance(child, ast.ImportFrom) and child.module in PACKAGES:
             found += [(alias.name, []) for alias in child.names]
         elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith("searchcrawl.web."):
-            found.append(((child.module or "").split(".")[2], [alias.name for alias in child.names]))
+            found.append(((child.module or "").split(".")[-1], [alias.name for alias in child.names]))
         elif isinstance(child, ast.Import):
-            found += [(alias.name.split(".")[2], []) for alias in child.names if alias.name.startswith("searchcrawl.web.")]
+            found += [(alias.name.split(".")[-1], []) for alias in child.names if alias.name.startswith("searchcrawl.web.")]
     return found
 
 
 def test_every_audience_has_its_views_module() -> None:
     assert VIEWS <= set(modules()), f"missing: {VIEWS - set(modules())}"
     assert {name for name in modules() if name.endswith("_views")} == VIEWS, "a views module not declared in VIEWS"
+
+
+def test_the_views_live_in_views_and_each_is_paired_with_its_logic() -> None:
+    """One naming rule (issue 95): web/views/ holds the views modules and nothing else; a views
+    module ``<topic>_views.py`` finds its logic in ``web/<topic>.py`` or ``web/<topic>/``, or, where
+    the logic lives in a lower package, its docstring names that module."""
+    views = WEB / "views"
+    assert {path.stem for path in views.glob("*.py")} - {"__init__"} == VIEWS
+    for name in sorted(VIEWS):
+        topic = name.removesuffix("_views")
+        if (WEB / f"{topic}.py").exists() or (WEB / topic).is_dir():
+            continue
+        doc = ast.get_docstring(tree(name)) or ""
+        named = re.findall(r"(?<![\w/])((?:[a-z_]+/)+[a-z_]+\.py)", doc)
+        assert named, f"{name}.py names no module of its logic in its docstring"
+        assert any((PACKAGE / module).exists() for module in named), f"{name}.py's logic {named} is not a module of searchcrawl"
 
 
 def test_app_holds_the_route_table_and_the_middlewares_and_no_view() -> None:

@@ -1,6 +1,6 @@
 """Signing in and out: searchers on the search page (/login, /logout: the password checked by a
 bind to the directory) and administrators (/admin/login, /admin/logout: the configured
-account, or a directory user with a role of web/roles.py), each with sessions, cookies and a login throttle of their own (sessions.py)."""
+account, or a directory user with a role of web/roles.py), each with sessions, cookies and a login throttle of their own (sign_on/sessions.py)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,8 @@ from searchcrawl.access.directory import DirectoryUnavailable
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.kerberos import negotiate_token
-from searchcrawl.web.oidc import OIDC_COOKIE
 from searchcrawl.web.roles import AdminUser, Role
-from searchcrawl.web.saml import SAML_COOKIE
 from searchcrawl.web.search_page import search_back
-from searchcrawl.web.searchers import Searcher
-from searchcrawl.web.sessions import LoginThrottle, Session, Sessions
 from searchcrawl.web.shared import (
     LOGIN_COOKIE,
     SEARCHER_COOKIE,
@@ -45,7 +40,12 @@ from searchcrawl.web.shared import (
     small_form,
     who_searches,
 )
-from searchcrawl.web.sign_on import PENDING_SECONDS, SignedOn, SignOnError
+from searchcrawl.web.sign_on.kerberos import negotiate_token
+from searchcrawl.web.sign_on.oidc import OIDC_COOKIE
+from searchcrawl.web.sign_on.providers import PENDING_SECONDS, SignedOn, SignOnError
+from searchcrawl.web.sign_on.saml import SAML_COOKIE
+from searchcrawl.web.sign_on.searchers import Searcher
+from searchcrawl.web.sign_on.sessions import LoginThrottle, Session, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ async def _directory_login(
 
 
 async def oidc_signin(ctx: WebContext, request: Request) -> Response:
-    """A searcher's single sign-on (oidc.py): to the provider, the search to come back to kept."""
+    """A searcher's single sign-on (sign_on/oidc.py): to the provider, the search to come back to kept."""
     return await _oidc_start(ctx, request, "search", search_back(request.query_params.get("back")))
 
 
@@ -255,7 +255,7 @@ async def _oidc_start(ctx: WebContext, request: Request, purpose: str, back: str
 
 
 async def oidc_callback(ctx: WebContext, request: Request) -> Response:
-    """The provider's answer: the code exchanged, the ID token checked (oidc.py), then a searcher's
+    """The provider's answer: the code exchanged, the ID token checked (sign_on/oidc.py), then a searcher's
     session, or an administrator's when they have a role. The page that follows is reached by a
     link of this site's own (a meta refresh): the provider's redirect is another site's
     navigation, on which the SameSite=Strict session cookie would not be sent."""
@@ -268,7 +268,7 @@ async def oidc_callback(ctx: WebContext, request: Request) -> Response:
 
 
 async def saml_signin(ctx: WebContext, request: Request) -> Response:
-    """A searcher's single sign-on with SAML (saml.py): an AuthnRequest to the IdP."""
+    """A searcher's single sign-on with SAML (sign_on/saml.py): an AuthnRequest to the IdP."""
     return await _saml_start(ctx, request, "search", search_back(request.query_params.get("back")))
 
 
@@ -278,7 +278,7 @@ async def saml_login(ctx: WebContext, request: Request) -> Response:
 
 
 def _owner(request: Request) -> str:
-    """Whose pending sign-ins a new one counts among (sign_on.py): the client's address."""
+    """Whose pending sign-ins a new one counts among (sign_on/providers.py): the client's address."""
     return request.client.host if request.client is not None else "-"
 
 
@@ -328,7 +328,7 @@ async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str
 
 
 async def saml_acs(ctx: WebContext, request: Request) -> Response:
-    """The IdP's answer (HTTP-POST binding), checked by pysaml2 (saml.py), then a session as for
+    """The IdP's answer (HTTP-POST binding), checked by pysaml2 (sign_on/saml.py), then a session as for
     OpenID Connect. Exempt from the same-origin check of forms (app.py): it comes from the IdP's
     page by design, and is believed for its signature, its request and this browser's cookie."""
     if ctx.saml is None:
@@ -349,7 +349,7 @@ async def saml_acs(ctx: WebContext, request: Request) -> Response:
 
 
 async def kerberos_signin(ctx: WebContext, request: Request) -> Response:
-    """A searcher's single sign-on with Kerberos (kerberos.py): the browser's ticket, asked for."""
+    """A searcher's single sign-on with Kerberos (sign_on/kerberos.py): the browser's ticket, asked for."""
     return await _kerberos(ctx, request, "search", search_back(request.query_params.get("back")))
 
 

@@ -1,5 +1,5 @@
 """The JSON API's views (/api/search, /api/suggest): other applications search with a token made
-on the administration's API page (token_views.py); the API's logic without HTTP is api.py."""
+on the administration's API page (views/token_views.py); the API's logic without HTTP is api.py."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ class Session:
     user: str
     csrf: str  # sent back in every form; a POST without it is refused
     expires: float
-    kind: str = "local"  # the configured account's, "directory" (web/roles.py) or "oidc" (web/oidc.py)
+    kind: str = "local"  # the configured account's, "directory" (web/roles.py) or "oidc" (web/sign_on/oidc.py)
     groups: tuple[str, ...] = ()  # a single sign-on's: the groups its provider gave
     partial: str = ""  # and why they may be fewer than the provider's (a deny then refuses: fail closed)
 

@@ -1,6 +1,6 @@
 """Single sign-on with SAML 2.0 (issue 79), without HTTP routing: this application as a service
 provider (pysaml2, which checks signatures with xmlsec1), for searchers and administrators alike
-(signin_views.py routes it; what the protocols share: sign_on.py).
+(views/sign_on_views.py routes it; what the protocols share: sign_on/providers.py).
 
 The identity provider is read from its metadata (SEARCHCRAWL_SAML_IDP_METADATA: a URL or a file,
 read once, bounded). A sign-in sends an AuthnRequest (HTTP-Redirect binding) whose id waits here,
@@ -41,7 +41,7 @@ from saml2.client import Saml2Client
 from saml2.config import SPConfig
 
 from searchcrawl.system.translations import N_
-from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names, new_key
+from searchcrawl.web.sign_on.providers import PendingSignIns, SignedOn, SignOnError, check_user, group_names, new_key
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Who is searching, without HTTP: a trusted proxy's word, and the user name it may give.
 
-A searcher is known by a session of the search page's sign-in (sessions.py, its password checked
+A searcher is known by a session of the search page's sign-in (sign_on/sessions.py, its password checked
 by the directory), or by a header that a reverse proxy doing single sign-on sets
 (SEARCHCRAWL_WEB_USER_HEADER, e.g. ``X-Remote-User``). That header is believed only on a
 connection whose peer is one of SEARCHCRAWL_WEB_PROXIES, the same proxies whose X-Forwarded-For is

@@ -27,9 +27,9 @@ from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext, number
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.sessions import Sessions
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread
-from searchcrawl.web.source_files import refused_new_source
+from searchcrawl.web.sign_on.sessions import Sessions
+from searchcrawl.web.source_editor import refused_new_source
 
 logger = logging.getLogger(__name__)
 

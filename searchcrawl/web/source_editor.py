@@ -1,6 +1,6 @@
 """Source files edited in the browser (issue 79), without HTTP: the sources folder's files listed,
 checked, compared, saved, copied, disabled and deleted for the administration's source editor
-(source_views.py).
+(views/source_editor_views.py).
 
 The TOML files stay the truth: the editor edits a file's text as it is, so its comments and key
 order stay as written, and nothing but the administrator's own text is ever written into it (no

@@ -1,6 +1,7 @@
 """The search page's views (the searchers' audience): the page itself, trimmed by Solr to what
 the searcher may read, and the search box's suggestions while typing (/suggest). A hit's link
-goes through analytics_views.click while query analytics is on (context.hit_link)."""
+goes through analytics_views.click while query analytics is on (context.hit_link). The logic:
+web/search_page.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Single sign-on with OpenID Connect (issue 79), without HTTP routing (what the protocols share:
-sign_on.py): the authorization code flow
-with PKCE, for searchers and administrators alike (signin_views.py routes it).
+sign_on/providers.py): the authorization code flow
+with PKCE, for searchers and administrators alike (views/sign_on_views.py routes it).
 
 The provider is found by its issuer's discovery document (``/.well-known/openid-configuration``,
 read once and kept); a sign-in is a pending login kept here, on the server (its ``state``,
@@ -37,7 +37,7 @@ from joserfc.jwk import KeySet
 
 from searchcrawl.rules.credentials import origin_of  # scheme://host:port, the port always written
 from searchcrawl.system.translations import N_
-from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names
+from searchcrawl.web.sign_on.providers import PendingSignIns, SignedOn, SignOnError, check_user, group_names
 
 logger = logging.getLogger(__name__)
 

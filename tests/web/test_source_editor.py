@@ -1,4 +1,4 @@
-"""Source files edited in the browser, without HTTP (issue 79: searchcrawl/web/source_files.py),
+"""Source files edited in the browser, without HTTP (issue 79: searchcrawl/web/source_editor.py),
 in a real folder: a text checked by the crawl's own loader (its seed files found beside it), saved
 atomically with the previous version kept, refused when changed meanwhile; copy, disable, enable,
 delete; hostile names; the scratch folder of an unsaved source."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.web import source_files
-from searchcrawl.web.source_files import (
+from searchcrawl.web import source_editor
+from searchcrawl.web.source_editor import (
     SourceFileError,
     SourceFolder,
     TestCrawlRefused,
@@ -285,7 +285,7 @@ class Held:
 
     def __call__(self, phase: Callable[[str], None]) -> tuple[bool, str]:
         assert self.crawled.wait(30)
-        phase(source_files.REPORTING)
+        phase(source_editor.REPORTING)
         assert self.reported.wait(30)
         return self.result
 
@@ -298,13 +298,13 @@ def test_a_test_crawl_runs_in_the_background_and_says_what_it_does() -> None:
     page = {"name": "intranet", "text": GOOD, "read": "", "url": ""}
     crawl = crawls.start("session-a", page, work)
     assert crawl is not None and crawls.of("session-a") is crawl and crawls.of("session-b") is None
-    wait_for(lambda: crawl.phase == source_files.CRAWLING, what="crawling")
+    wait_for(lambda: crawl.phase == source_editor.CRAWLING, what="crawling")
     assert crawl.result is None and crawl.page == page and crawl.page is not page
     with pytest.raises(TestCrawlRefused, match="still running") as refused:  # one at a time for a session: its page shows it
         crawls.start("session-a", page, Held())
     assert refused.value.status == 409
     work.crawled.set()
-    wait_for(lambda: crawl.phase == source_files.REPORTING, what="reporting")
+    wait_for(lambda: crawl.phase == source_editor.REPORTING, what="reporting")
     work.reported.set()
     wait_for(lambda: crawl.result is not None, what="the result")
     assert crawl.result == (True, "new 5") and crawl.seconds() >= 0
@@ -318,11 +318,11 @@ def test_test_crawls_wait_for_a_free_slot_and_a_failure_is_said() -> None:
     running = crawls.start("a", {"name": "a"}, first)
     waiting = crawls.start("b", {"name": "b"}, second)
     assert running is not None and waiting is not None
-    wait_for(lambda: running.phase == source_files.CRAWLING, what="the first crawling")
-    assert waiting.phase == source_files.WAITING  # its page says it waits for another
+    wait_for(lambda: running.phase == source_editor.CRAWLING, what="the first crawling")
+    assert waiting.phase == source_editor.WAITING  # its page says it waits for another
     first.crawled.set()
     first.reported.set()
-    wait_for(lambda: waiting.phase == source_files.CRAWLING, what="the second crawling")
+    wait_for(lambda: waiting.phase == source_editor.CRAWLING, what="the second crawling")
 
     def broken(phase: Callable[[str], None]) -> tuple[bool, str]:
         raise RuntimeError("no such thing")

@@ -1,6 +1,6 @@
 """The administration's source editor (/admin/source-files, issue 79): source files listed,
 created, edited, copied, disabled, enabled and deleted in the browser; administrators only
-(web/roles.py). The logic is source_files.py: checked by the crawl's loader, the change and what
+(web/roles.py). The logic is source_editor.py: checked by the crawl's loader, the change and what
 it does to the index shown before a save, saved atomically with the previous version kept.
 
 The editor's form is one: its ``action`` says what to do with the text (``check``; ``explain`` a
@@ -28,7 +28,7 @@ from searchcrawl.web import admin
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_limited_thread, in_thread, small_form
-from searchcrawl.web.source_files import (
+from searchcrawl.web.source_editor import (
     MAX_SOURCE_BYTES,
     TEMPLATE,
     TEST_PAGES,

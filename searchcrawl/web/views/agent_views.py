@@ -1,7 +1,8 @@
-"""The agent endpoint (issue 77): the Model Context Protocol at ``/mcp/``, for AI agents and assistants.
+"""The agent endpoint (issue 77): the Model Context Protocol at ``/mcp/``, for AI agents and assistants
+(its logic: the JSON API's, web/api.py, and the search's, search/).
 
 Built with the official Python SDK (``mcp``'s FastMCP, Streamable HTTP, stateless, JSON answers).
-Three tools, each acting as the API token's searcher, exactly as the JSON API does (api_views.py
+Three tools, each acting as the API token's searcher, exactly as the JSON API does (views/api_views.py
 ``api_caller``, run before the protocol sees the request): the token checked (unknown, revoked
 or expired: 401), its rate limit applied (429), and the principals it searches with: public
 documents, or, for a token made to search on behalf of users, those of the user named by
@@ -45,10 +46,10 @@ from searchcrawl.search.cached_copy import by_url, cached_copy
 from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web import api
-from searchcrawl.web.api_views import api_caller
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.shared import in_thread
+from searchcrawl.web.views.api_views import api_caller
 
 FETCH_CHARS = 20_000
 MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a length, or chunked, is refused)

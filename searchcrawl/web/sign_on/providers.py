@@ -1,4 +1,4 @@
-"""What the single sign-on protocols share (issue 79: oidc.py, saml.py), without HTTP: the sign-ins
+"""What the single sign-on protocols share (issue 79: sign_on/oidc.py, sign_on/saml.py), without HTTP: the sign-ins
 waiting for the provider's answer, each bound to the browser that started it and taken once; who
 the provider signed in; their principals when they come from the provider's groups.
 

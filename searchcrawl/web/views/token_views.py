@@ -1,5 +1,5 @@
 """The administration's API tokens page (/admin/api): tokens made (shown once) and revoked
-(store/api_tokens.py); the JSON API they open is api_views.py."""
+(store/api_tokens.py); the JSON API they open is views/api_views.py."""
 
 from __future__ import annotations
 

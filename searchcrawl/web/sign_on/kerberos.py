@@ -1,6 +1,6 @@
 """Single sign-on with Kerberos (SPNEGO, "Negotiate"; issue 79), without HTTP routing: a browser
 on a machine of the domain signs in with the user's Windows or MIT Kerberos ticket, no password
-typed (signin_views.py routes it; what the protocols share: sign_on.py).
+typed (views/sign_on_views.py routes it; what the protocols share: sign_on/providers.py).
 
 The browser sends ``Authorization: Negotiate <token>`` when asked (a 401 with
 ``WWW-Authenticate: Negotiate``) and when the site is one it trusts for it (Chrome's
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from searchcrawl.system.translations import N_
-from searchcrawl.web.sign_on import SignOnError, Wording, check_user
+from searchcrawl.web.sign_on.providers import SignOnError, Wording, check_user
 
 logger = logging.getLogger(__name__)
 
