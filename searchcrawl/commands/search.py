@@ -33,12 +33,12 @@ from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Boost, Rules
 from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.search.relevance_params import boost_params
+from searchcrawl.search.search_run import Hit, best_bets
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import paths
 from searchcrawl.system.secrets import SecretError
-from searchcrawl.web.search_page import Hit, best_bets
 
 
 def format_hits(results: pysolr.Results) -> list[str]:

@@ -47,8 +47,9 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.search.search_request import FACET_TITLES
+from searchcrawl.search.search_run import Hit, SearchPage
 from searchcrawl.store.api_tokens import TokenCheck
-from searchcrawl.web.search_page import FACET_TITLES, Hit, SearchPage
 
 logger = logging.getLogger(__name__)
 

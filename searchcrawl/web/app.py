@@ -31,7 +31,7 @@ This module builds the application: the context (context.py: the services, built
 route table over the views of each audience (search_views.py, api_views.py, signin_views.py,
 admin_views.py, relevance_views.py, analytics_views.py, token_views.py, backup_views.py, source_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
-is in search_page.py, admin.py, sessions.py, searchers.py, api.py and their neighbours.
+is in admin.py, sessions.py, searchers.py, api.py and their neighbours; the search's in search/search_run.py.
 """
 
 from __future__ import annotations

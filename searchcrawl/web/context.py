@@ -42,6 +42,8 @@ from searchcrawl.search import answers, extractive, suggestions
 from searchcrawl.search.answers import Answer, AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
+from searchcrawl.search.search_request import FACET_TITLES
+from searchcrawl.search.search_run import SearchPage
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
@@ -57,7 +59,6 @@ from searchcrawl.web.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.roles import AdminUser, RoleMap
 from searchcrawl.web.saml import SamlClient, SamlConfig
-from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.shared import SESSION_COOKIE

@@ -14,11 +14,12 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
+from searchcrawl.search.search_request import SearchRequest, day
+from searchcrawl.search.search_run import display_url, highlighted, run_search
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.search_page import SearchRequest, day, display_url, highlighted, run_search
 from searchcrawl.web.shared import (
     LANGUAGE_COOKIE,
     LANGUAGE_COOKIE_SECONDS,

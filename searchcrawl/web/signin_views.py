@@ -18,6 +18,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
+from searchcrawl.search.search_request import search_back
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
@@ -25,7 +26,6 @@ from searchcrawl.web.kerberos import negotiate_token
 from searchcrawl.web.oidc import OIDC_COOKIE
 from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.saml import SAML_COOKIE
-from searchcrawl.web.search_page import search_back
 from searchcrawl.web.searchers import Searcher
 from searchcrawl.web.sessions import LoginThrottle, Session, Sessions
 from searchcrawl.web.shared import (

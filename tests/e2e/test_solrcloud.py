@@ -273,7 +273,8 @@ def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: Local
     """Issue 59's searching on a two-shard collection: several values of one facet (OR within,
     AND across: Solr's tagged filters, excluded from their own facet's counts) and the facet's
     counts merged from both shards; sorting by date and by title merged across shards; a date range."""
-    from searchcrawl.web.search_page import SearchRequest, run_search
+    from searchcrawl.search.search_request import SearchRequest
+    from searchcrawl.search.search_run import run_search
 
     urls = cloud.create_collection("faceted")
     client = pysolr.Solr(urls[0], always_commit=True, timeout=30)

@@ -42,10 +42,11 @@ from searchcrawl.rules.ranking_rules import (
 )
 from searchcrawl.search import searcher as searcher_module
 from searchcrawl.search.relevance_params import boost_params, wildcard_term
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import create_app
-from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.web.test_app import PASSWORD, unit_config
 
 
