@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 MAX_SPELLINGS = 3  # spelling suggestions shown (search/spelling.py)
 FACET_LIMIT = 10
+MARKS = re.compile(r"(</?mark>)")  # highlighted's marks of Solr's matches
 HitDay = date  # a calendar day (where a field named ``date`` hides the type: Hit's)
 
 
@@ -65,6 +66,7 @@ class Hit:
     host: str
     language: str = ""  # the language detected (the JSON API's)
     id: str = ""  # its Solr document's: the cached copy's (search/cached_copy.py)
+    location: str = ""  # the display URL as indexed, whatever its scheme (`scrapy search` prints it)
 
     @property
     def day(self) -> HitDay | None:
@@ -165,6 +167,21 @@ def highlighted(snippet: str) -> Markup:
     return Markup("".join(parts))
 
 
+def snippet_parts(snippet: Markup) -> list[dict[str, Any]]:
+    """The page's snippet (escaped text, Solr's matches as ``<mark>``) as plain-text pieces. The
+    page escapes everything but the markers, so ``<mark>`` there can only be one of them."""
+    parts: list[dict[str, Any]] = []
+    inside = False
+    for piece in MARKS.split(str(snippet)):
+        if piece == "<mark>":
+            inside = True
+        elif piece == "</mark>":
+            inside = False
+        elif piece:
+            parts.append({"text": Markup(piece).unescape(), "match": inside})
+    return parts
+
+
 def display_url(doc: dict[str, Any]) -> str:
     """The link users open; only URL_SCHEMES' URLs become links (never javascript:)."""
     url = str(doc.get("display_url") or doc.get("url") or "")
@@ -208,6 +225,7 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: st
         host=str(doc.get("host") or ""),
         language=str(doc.get("language") or ""),
         id=str(doc.get("id") or ""),
+        location=str(doc.get("display_url") or doc.get("url") or doc.get("id") or ""),
     )
 
 
