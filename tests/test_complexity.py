@@ -23,7 +23,6 @@ ABOVE_20: dict[tuple[str, str], str] = {
     ("searchcrawl/search/hybrid.py", "fuse"): SEARCH_CODE + " (the reciprocal-rank fusion of words and passages)",
     ("searchcrawl/search/suggestions.py", "suggest"): SEARCH_CODE + " (suggestions while typing)",
     ("searchcrawl/semantic/passage_index.py", "PassageIndex._sync_parents"): SEARCH_CODE + " (the passages' upkeep)",
-    ("searchcrawl/search/search_run.py", "run_search"): SEARCH_CODE + " (becomes search/'s one run_search)",
 }
 MOST = 5
 

@@ -20,13 +20,14 @@ from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
+import pysolr
 from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
-from searchcrawl.search.hybrid import SemanticSearch, fuse
+from searchcrawl.search.hybrid import Fused, SemanticSearch, fuse
 from searchcrawl.search.query import (
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
@@ -280,18 +281,48 @@ def run_search(
     page = SearchPage(request, rows=rows)
     if not request.q:
         return page
+    query = words_query(request, rows, ranking, semantic)
+    results = index.search(request.q, query.params, boost_params(rules.boosts))
+    found = ordered(index, query, request.q, results)
+    page.total = results.hits + found.meaning_only
+    if request.page == 1:
+        page.bets = best_bets(index, rules.pinned(request.q))
+    list_hits(page, found)
+    page.facets = facets(request, results.facets or {})
+    if not page.total and spellcheck:  # asked only then: the component costs every query time
+        corrected = spelling(index, request.q, query.params["fq"], query.filter_params)
+        page.suggestions = [(text, request.url(q=text)) for text in corrected[:MAX_SPELLINGS]]
+    return page
+
+
+@dataclass(frozen=True)
+class WordsQuery:
+    """The words query of a search (``words_query``): its Solr parameters, those its facets'
+    filters read (the fusion and the spelling checks send them too), the highlighting held back
+    while a fused window's ids are read (hybrid.py asks it for the page's documents alone), and
+    the semantic search that orders the page (None: the words query's own order)."""
+
+    params: dict[str, Any]
+    filter_params: dict[str, str]
+    highlight: dict[str, Any]
+    start: int
+    rows: int
+    semantic: SemanticSearch | None
+
+
+def words_query(
+    request: SearchRequest, rows: int, ranking: Mapping[str, Any] | None, semantic: SemanticSearch | None
+) -> WordsQuery:
+    """The words query of ``request``'s page of ``rows`` hits: its filters, sort, facets and
+    ``ranking``'s parameters; fused with the kNN query (``semantic``) only on a page sorted by
+    relevance within the fused window, whose ids it then reads without highlighting."""
     filters, filter_params = request.solr_filters()
-    params = search_params(
-        rows,
-        (request.page - 1) * rows,
-        filters=filters,
-        highlight=(MARK_OPEN, MARK_CLOSE),
-        sort=SORTS.get(request.sort, SORTS["relevance"])[1],
-    )
+    start = (request.page - 1) * rows
+    sort = SORTS.get(request.sort, SORTS["relevance"])[1]
+    params = search_params(rows, start, filters=filters, highlight=(MARK_OPEN, MARK_CLOSE), sort=sort)
     params.update(filter_params)
     params.update(FACET_PARAMS)
     params.update(ranking or {})
-    start = (request.page - 1) * rows
     if semantic is not None and (request.sort not in ("", "relevance") or start + rows > semantic.window):
         semantic = None  # sorted otherwise, or beyond the fused window: the words query's order
     highlight = {name: params.pop(name) for name in list(params) if name == "hl" or name.startswith("hl.")}
@@ -299,27 +330,29 @@ def run_search(
         params.update(highlight)
     else:  # the words query's ids read to the window, fused with the kNN query's (search/hybrid.py)
         params.update({"rows": semantic.window, "start": 0, "fl": "id,url", "hl": "false"})
-    results = index.search(request.q, params, boost_params(rules.boosts))
-    page.total = results.hits
-    docs, passages, highlighting = list(results.docs), {}, results.highlighting
-    if semantic is not None:
-        fused = fuse(index, semantic, request.q, docs, params["fq"], filter_params, start, rows, highlight)
-        docs, passages, highlighting = fused.docs, fused.snippets, fused.highlighting
-        page.total += fused.meaning_only
-    if request.page == 1:
-        page.bets = best_bets(index, rules.pinned(request.q))
+    return WordsQuery(params, filter_params, highlight, start, rows, semantic)
+
+
+def ordered(index: TrimmedIndex, query: WordsQuery, text: str, results: pysolr.Results) -> Fused:
+    """The page's documents in order: the words query's ``results``, or where semantic search
+    orders the page, their window fused with the passages found by meaning (hybrid.py)."""
+    if query.semantic is None:
+        return Fused(list(results.docs), {}, 0, results.highlighting or {})
+    words = list(results.docs)
+    fq = query.params["fq"]
+    return fuse(index, query.semantic, text, words, fq, query.filter_params, query.start, query.rows, query.highlight)
+
+
+def list_hits(page: SearchPage, found: Fused) -> None:
+    """``found``'s documents as the page's hits, each URL once, with their snippets; a best bet
+    shown above is not repeated below (``repeated`` counts it)."""
     shown = {hit.url for hit in page.bets}
-    for doc in unique_hits(docs):
-        hit = hit_of(doc, highlighting, passages.get(str(doc["id"]), ""))
-        if hit.url not in shown or not hit.url:  # a best bet is not repeated below
+    for doc in unique_hits(found.docs):
+        hit = hit_of(doc, found.highlighting, found.snippets.get(str(doc["id"]), ""))
+        if hit.url not in shown or not hit.url:
             page.hits.append(hit)
         else:
             page.repeated += 1
-    page.facets = facets(request, results.facets or {})
-    if not page.total and spellcheck:  # asked only then: the component costs every query time
-        corrected = spelling(index, request.q, params["fq"], filter_params)
-        page.suggestions = [(text, request.url(q=text)) for text in corrected[:MAX_SPELLINGS]]
-    return page
 
 
 def judged_hits(

@@ -381,15 +381,19 @@ def test_language_names_cover_every_language_py3langid_detects() -> None:
 
 
 class AskedSolr:
-    """A SolrIndex that records what it is asked and answers ``answers`` in turn."""
+    """A SolrIndex that records what it is asked and answers ``answers`` in turn (an exception
+    among them is raised)."""
 
-    def __init__(self, *answers: SimpleNamespace) -> None:
+    def __init__(self, *answers: SimpleNamespace | Exception) -> None:
         self.asked: list[dict[str, Any]] = []
         self.answers = list(answers)
 
     def search(self, query: str, **params: Any) -> SimpleNamespace:
         self.asked.append({"q": query, **params})
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 def answer(hits: int = 0, docs: list[dict[str, Any]] | None = None, spellcheck: dict[str, Any] | None = None) -> SimpleNamespace:
