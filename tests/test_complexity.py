@@ -19,7 +19,6 @@ SEARCH_CODE = "the search's code, moved by issue 95 point 1: split there, not be
 
 # (module path, function's qualified name): a function above LIMIT, and why (at most 5)
 ABOVE_20: dict[tuple[str, str], str] = {
-    ("searchcrawl/search/answer_explanation.py", "explain_answer"): SEARCH_CODE + " (explain-answer's untrimmed view)",
     ("searchcrawl/search/hybrid.py", "fuse"): SEARCH_CODE + " (the reciprocal-rank fusion of words and passages)",
     ("searchcrawl/semantic/passage_index.py", "PassageIndex._sync_parents"): SEARCH_CODE + " (the passages' upkeep)",
 }
