@@ -280,7 +280,7 @@ SEARCHCRAWL_KERBEROS_KEYTAB = ""
 SEARCHCRAWL_KERBEROS_REALM = ""
 SEARCHCRAWL_KERBEROS_SERVICE = ""
 SEARCHCRAWL_KERBEROS_NAME = "Windows sign-in (Kerberos)"
-SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
+SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search/search_request.py ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in
 # the project's database and kept this many days (0: nothing is logged, hits link straight to

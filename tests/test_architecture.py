@@ -281,6 +281,7 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.views.admin_views", "in_thread"): "operators: the explain-answer page's untrimmed view, off the event loop",
     ("searchcrawl.search.answer_explanation", "TrimmedIndex"): "explain-answer: the answer as the user gets it, trimmed",
     ("searchcrawl.commands.relevance", "semantic_search"): "semantic search's backfill switch: counts of passages",
+    ("searchcrawl.commands.search", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.web.context", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.search.hybrid", "complete"): "semantic search's backfill switch: a count of documents",
     ("searchcrawl.search.hybrid", "has_passages"): "semantic search's backfill switch: a count of passages",

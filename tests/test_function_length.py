@@ -24,17 +24,14 @@ OVER_60: dict[tuple[str, str], str] = {
     ("searchcrawl/dev/servers/dovecot.py", "dovecot_config"): (
         "the test server's dovecot.conf, one f-string: its lines are the file's (docs/non-web-sources.md shows them)"
     ),
-    ("searchcrawl/search/answer_explanation.py", "explain_answer"): MOVED,
     ("searchcrawl/search/why.py", "term_line"): MOVED,
-    ("searchcrawl/semantic/passage_index.py", "PassageIndex._sync_parents"): MOVED,
     ("searchcrawl/web/views/agent_views.py", "agent_server"): MOVED,
     ("searchcrawl/web/app.py", "route_table"): MOVED,
     ("searchcrawl/web/charts.py", "stacked_bars"): MOVED,
     ("searchcrawl/web/views/relevance_views.py", "measure_page"): MOVED,
-    ("searchcrawl/web/search_page.py", "run_search"): MOVED,
 }
 # the list only shrinks: lower MOST with it
-MOST = 9
+MOST = 6
 
 
 def length(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -67,9 +67,9 @@ class Command(ScrapyCommand):
             return
         index = TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous())  # the example site is public
         for query in QUERIES:
-            results = search(index, query, rows=3)
-            print(f"\n$ {program} search {query!r}\n{matching(results.hits)}")
-            print("\n".join(format_hits(results)))
+            page = search(index, query, rows=3)  # `scrapy search`'s: the search page's run_search
+            print(f"\n$ {program} search {query!r}\n{matching(page.total)}")
+            print("\n".join(format_hits(page)))
         print(
             f'\nSolr keeps running at {solr_url}: try `{program} search "<query>"` and `{program} crawl example` '
             f"(it serves the example intranet itself); stop Solr with `{program} solr stop`."

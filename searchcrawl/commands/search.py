@@ -1,27 +1,26 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-One hit per URL, as on the web search page: both ask Solr through searchcrawl/search/ (query.py's
-parameters, sent by searcher.py's ``TrimmedIndex``, which trims every request), and reach it as a
-crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
-nodes, comma-separated; a node that is down is passed over).
+The search page's search: search/search_run.py's ``run_search``, the one search of the page, the
+JSON API and the agents' endpoint, asked with the request the page makes of ``?q=<query>&source=
+<name>`` (search_request.py), so the same hits in the same order: one hit per URL, the /select
+handler's edismax semantics, the administrator's best bets (printed above the hits, not repeated
+among them), boosts and demotions (the relevance page, searchcrawl/rules/ranking_rules.py, read
+from the project's database), the passages found by meaning fused with the words where semantic
+search is on (SEARCHCRAWL_EMBEDDINGS, search/hybrid.py), and "Did you mean" when nothing matches
+(spelling.py). Solr is reached as a crawl reaches it (``SolrIndex``: SOLR_URL may list a SolrCloud
+collection on several nodes, comma-separated; a node that is down is passed over).
 
 Trimmed as every search is: to the public documents, or with ``--as USER`` to what USER may read,
 their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its service account: no
 password of theirs is asked). A directory that does not answer leaves the public documents only,
-and says so on stderr.
-
-As on the web search page: the administrator's best bets, boosts and demotions (the relevance
-page, searchcrawl/rules/ranking_rules.py) are read from the project's database, the best bets printed
-above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
-boosts applied (search/relevance_params.py ``boost_params``), and Solr applies the synonyms and
-stopwords itself. A database that cannot be read leaves the order Solr's own, said on stderr."""
+and says so on stderr. A database that cannot be read leaves the order Solr's own, said on
+stderr."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-import pysolr
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
@@ -30,36 +29,45 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
-from searchcrawl.rules.ranking_rules import Boost, Rules
-from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits
-from searchcrawl.search.relevance_params import boost_params
+from searchcrawl.rules.ranking_rules import Rules
+from searchcrawl.search.hybrid import SemanticSearch, semantic_search
+from searchcrawl.search.query import matching
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import Hit, SearchPage, run_search, snippet_parts
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import paths
 from searchcrawl.system.secrets import SecretError
-from searchcrawl.web.search_page import Hit, best_bets
 
 
-def format_hits(results: pysolr.Results) -> list[str]:
-    """One block of lines per hit: rank and title, URL, snippet."""
+def format_hits(page: SearchPage) -> list[str]:
+    """One block of lines per hit: rank and title, URL (the display URL as indexed, whatever its
+    scheme), snippet (the words matched between asterisks)."""
     lines = []
-    for rank, doc in enumerate(unique_hits(results.docs), 1):
-        snippet = snippet_of(doc, results.highlighting)
-        lines.append(f"{rank}. {doc.get('title') or '(no title)'}")
-        lines.append(f"   {doc.get('display_url') or doc.get('url') or doc['id']}")
+    for rank, hit in enumerate(page.hits, 1):
+        snippet = "".join(f"*{part['text']}*" if part["match"] else part["text"] for part in snippet_parts(hit.snippet))
+        lines.append(f"{rank}. {hit.title}")
+        lines.append(f"   {hit.location}")
         if snippet:
             lines.append(f"   {snippet}")
     return lines
 
 
 def search(
-    index: TrimmedIndex, query: str, rows: int = 10, source: str | None = None, boosts: tuple[Boost, ...] = ()
-) -> pysolr.Results:
-    """One hit per URL (``search_params``) that the searcher of ``index`` may read, ``rows`` of
-    them, of ``source`` only if given, ordered with ``boosts``; IndexingError when no node of
-    Solr answers."""
-    return index.search(query, search_params(rows, source=source), boost_params(boosts))
+    index: TrimmedIndex,
+    query: str,
+    rows: int = 10,
+    source: str | None = None,
+    rules: Rules | None = None,
+    semantic: SemanticSearch | None = None,
+) -> SearchPage:
+    """The search page's first page for ``query`` (of ``source`` only if given), ``rows`` hits,
+    of what the searcher of ``index`` may read (``run_search``, facets not asked: not printed);
+    IndexingError when no node of Solr answers."""
+    asked = [("q", query), *((("source", source),) if source else ())]
+    request = SearchRequest.from_params(asked)
+    return run_search(index, request, rows=rows, rules=rules, ranking={"facet": "false"}, semantic=semantic)
 
 
 def rules_of(db_url: str) -> Rules:
@@ -122,18 +130,26 @@ class Command(ScrapyCommand):
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         # SOLR_URL: one URL, or a collection's URLs on several nodes, comma-separated
-        index = TrimmedIndex(SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings)), principals)
+        solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))
+        index = TrimmedIndex(solr, principals)
+        semantic = semantic_search(
+            self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
+            self.settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
+            solr,
+            self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        )
         try:
             rules = rules_of(paths.db_url(self.settings))
             query = " ".join(args)
-            results = search(index, query, opts.rows, opts.source, rules.boosts)
+            page = search(index, query, opts.rows, opts.source, rules, semantic)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
-        bets = best_bets(index, rules.pinned(query))
-        for line in format_bets(bets):  # above the hits, as on the search page (trimmed alike)
+        for line in format_bets(page.bets):  # above the hits, as on the search page (trimmed alike)
             print(printable(line))
-        print(f"{matching(results.hits)} {' '.join(args)!r}")
-        for line in format_hits(results):
+        print(f"{matching(page.total)} {query!r}")
+        if page.suggestions:  # nothing matched: the page's "Did you mean"
+            print(printable(f"Did you mean {', '.join(text for text, _url in page.suggestions)}?"))
+        for line in format_hits(page):
             print(printable(line))  # titles and snippets come from the sites

@@ -26,20 +26,18 @@ from scrapy.crawler import Crawler
 from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import StatsCollector
 
+from searchcrawl.config.source_derived import rule_chain
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
 from searchcrawl.crawl.signals import run_started, urls_excluded
-from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.chain import SKIPPED, Rewrite, RuleChain, RuleStep
 from searchcrawl.rules.rendering import render_mode
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.rules.url_rewriter import identity, load_rewriter
+from searchcrawl.rules.url_rewriter import identity
 from searchcrawl.rules.urls import canonical
 from searchcrawl.store.frontier import Entry, Frontier
 
 if TYPE_CHECKING:
-    from searchcrawl.agents.base import Agent
-    from searchcrawl.config.source import Source
     from searchcrawl.crawl.run import Run
     from searchcrawl.crawl.spider import SourceSpider
 
@@ -54,13 +52,6 @@ ADMITTED_LIMIT = 100_000
 RECORDED_LIMIT = 100_000
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
-
-
-def rule_chain(source: Source, max_url_length: int, agent: Agent | None = None) -> RuleChain:
-    """The source's rule chain, as the crawl and `scrapy explain` apply it."""
-    settings = source.settings
-    boundary = Boundary(source.seed_urls, settings, max_url_length)
-    return RuleChain.of(boundary, settings.filters.scope, load_rewriter(settings.url_rewriter), agent)
 
 
 class BoundedSet:

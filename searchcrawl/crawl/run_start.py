@@ -20,37 +20,18 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from searchcrawl.config.source import Source
+from searchcrawl.config.source_derived import fingerprint
 from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, found_documents
-from searchcrawl.rules.maintenance import INDEXING_RULES, recrawl_reasons, settings_fingerprint
-from searchcrawl.rules.navigation_pages import effective_patterns
+from searchcrawl.rules.maintenance import recrawl_reasons
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.database import now, process_owner
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.runs import RunInfo, Runs
 
 logger = logging.getLogger(__name__)
-
-
-def fingerprint(source: Source) -> dict[str, Any]:
-    """The settings whose change forces a full recrawl (kept with a finished run)."""
-    settings = source.settings
-    agent = None
-    if source.agent_class is not None and source.agent_options is not None:
-        # the class and its options, as JSON (a secret's value is never an option: only its name)
-        agent = {
-            "class": f"{source.agent_class.__module__}.{source.agent_class.__qualname__}",
-            "options": source.agent_options.model_dump(mode="json"),
-            # an incremental listing would not name a document a new scope filter excludes
-            "filters": settings.filters.model_dump(mode="json"),
-        }
-    indexing = settings.model_dump(mode="json", include=set(INDEXING_RULES))
-    # the patterns in force, the default's too: a later version's new default is a changed rule
-    indexing["navigation_pages"] = effective_patterns(settings.navigation_pages)
-    return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent, indexing)
 
 
 def take_over_index(source: Source, documents: DocumentTable, index: SolrIndex, ledger: Ledger) -> bool:

@@ -83,7 +83,7 @@ MAX_TERM_CHARS = 100
 # of a managed entry could not carry
 TERM = re.compile(r"[^\W_](?:[\w' .\-]*[^\W_])?")
 # the schemes a hit's or a best bet's link may have (never javascript: nor data:): the one list
-# of the search page's links (search_page.display_url) and of /click's redirects (analytics.py);
+# of the search page's links (search/search_run.py display_url) and of /click's redirects (analytics.py);
 # imap: a message's RFC 5092 URL, which mail clients open (agents/imap.py)
 URL_SCHEMES = ("http", "https", "file", "ftp", "imap")
 # C0 control characters and DEL: none is anything a searcher means (and PostgreSQL refuses NUL)

@@ -70,11 +70,26 @@ def explain_answer(
     except AnswerFailed as exc:
         result, failed = exc.gathered or Answer(question, model=config.model), str(exc)
     access = documents_access(solr, [item.document for item in result.considered])
+    lines.extend(considered_lines(result, access, principals, config))
     lines.append("")
-    lines.append(
+    lines.append(f"Nearest passages {who} may not read (never sent, never shown to them):")
+    refused = withheld(solr, model, question, principals, {item.document for item in result.considered})
+    lines.extend(f"  {score:.3f}  {verdict}: {parent}: {reason}" for parent, score, verdict, reason in refused)
+    if not refused:
+        lines.append("  none")
+    lines.extend(model_lines(result, config, failed, who))
+    return AnswerExplanation(lines, failed)
+
+
+def considered_lines(result: Answer, access: dict[str, Access | None], principals: Principals, config: AnswerConfig) -> list[str]:
+    """The passages the answer considered, each with its verdict and the grant that admitted its
+    document (``access``: the documents' own, ``documents_access``)."""
+    who = principals.user or "public"
+    lines = [
+        "",
         f"Passages found among what {who} may read (threshold {config.threshold},"
-        f" {config.passages} at most, {config.budget_chars} characters):"
-    )
+        f" {config.passages} at most, {config.budget_chars} characters):",
+    ]
     for item in result.considered:
         held = access.get(item.document)
         grant = decide(held, principals).reason if held is not None else "no access fields"
@@ -82,12 +97,13 @@ def explain_answer(
         lines.append(f"         {grant}")
     if not result.considered:
         lines.append("  none")
-    lines.append("")
-    lines.append(f"Nearest passages {who} may not read (never sent, never shown to them):")
-    refused = withheld(solr, model, question, principals, {item.document for item in result.considered})
-    lines.extend(f"  {score:.3f}  {verdict}: {parent}: {reason}" for parent, score, verdict, reason in refused)
-    if not refused:
-        lines.append("  none")
+    return lines
+
+
+def model_lines(result: Answer, config: AnswerConfig, failed: str, who: str) -> list[str]:
+    """The extract, the model asked (or none), its text and what was dropped of it and why, and
+    the sentences kept with their citations, or why there is no answer."""
+    lines: list[str] = []
     if result.extract is not None:
         lines.append("")
         lines.append(f"Extract, from [{result.extract.source.number}] (answering sentences marked):")
@@ -103,16 +119,7 @@ def explain_answer(
     if result.raw:
         lines.append("The model's text:")
         lines.append("  " + " ".join(result.raw.split()))
-        given = [SourceWords(source.given) for source in result.sources]
-        dropped = [
-            (plain, why)
-            for plain, numbers in sentences_of(result.raw)
-            if all(1 <= number <= len(given) for number in numbers)
-            and (why := dropped_because(plain, numbers, given, result.question, config.support))
-        ]
-        if dropped:
-            lines.append("Dropped, and why:")
-            lines.extend(f"  {plain or '(empty)'}: {why}" for plain, why in dropped)
+        lines.extend(dropped_lines(result, config))
     if result.sentences:
         lines.append("Kept, with their citations:")
         lines.extend(f"  {text} {' '.join(f'[{n}]' for n in cites)}" for text, cites in result.sentences)
@@ -120,7 +127,21 @@ def explain_answer(
         lines.append(f"No answer: the model did not answer ({failed}); {who} gets the hits alone.")
     elif result.refused:
         lines.append(result.refused)  # NO_ANSWER, or "No answer: " and the check's reason
-    return AnswerExplanation(lines, failed)
+    return lines
+
+
+def dropped_lines(result: Answer, config: AnswerConfig) -> list[str]:
+    """The sentences of the model's text that the answer dropped, and why (none: no line)."""
+    given = [SourceWords(source.given) for source in result.sources]
+    dropped = [
+        (plain, why)
+        for plain, numbers in sentences_of(result.raw)
+        if all(1 <= number <= len(given) for number in numbers)
+        and (why := dropped_because(plain, numbers, given, result.question, config.support))
+    ]
+    if not dropped:
+        return []
+    return ["Dropped, and why:", *(f"  {plain or '(empty)'}: {why}" for plain, why in dropped)]
 
 
 def explained_with(answers: AnswerConfig | None, extractive: AnswerConfig | None) -> tuple[AnswerConfig, Lead | None] | None:

@@ -33,7 +33,7 @@ class CachedCopy:
     words between MARK_OPEN and MARK_CLOSE; ``length`` the characters the whole text has."""
 
     id: str
-    url: str  # the stored URL; the page links the display URL (web/search_page.display_url)
+    url: str  # the stored URL; the page links the display URL (search_run.display_url)
     doc: dict[str, Any]  # the stored fields but the content (title, display_url, dates, ...)
     text: str
     length: int

@@ -47,9 +47,11 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pysolr
 
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import UF, counted, every_word_counts
@@ -170,37 +172,56 @@ def suggest(
     limit = max(0, min(limit, MAX_SUGGESTIONS))
     if not prefix.strip() or not limit:
         return []
-    candidates = candidates_of(prefix, query_candidates)
-    params = suggest_params(prefix, candidates, limit + 4)
-    if params["rows"] == 0 and not candidates:
-        return []  # nothing a title could begin with (punctuation alone), no past query
-    try:
-        results = index.search("*:*", params)
-    except IndexingError as exc:
-        if not (candidates and exc.refused):
-            raise
-        # a past query Solr refuses (whatever someone once typed) costs the titles nothing
-        # (not logged: Solr's reason may quote someone's query)
-        log_failed_search("Suggestions: the past queries checked (titles only)", None, exc, reason=False)
-        candidates = []
-        params = suggest_params(prefix, candidates, limit + 4)
-        if params["rows"] == 0:
-            return []
-        results = index.search("*:*", params)
+    asked = ask_once(index, prefix, candidates_of(prefix, query_candidates), limit + 4)
+    if asked is None:
+        return []
+    results, candidates = asked
     queries = [
         candidate
         for number, candidate in enumerate(candidates)
         if counted(results.facets, f"suggest_q{number}") and counted(results.facets, f"suggest_t{number}")
     ]
     logger.debug("Suggestions: %d of %d past searches find documents the searcher may read", len(queries), len(candidates))
+    return merged(queries, titles_of(results.docs), limit)
+
+
+def ask_once(index: TrimmedIndex, prefix: str, candidates: list[str], rows: int) -> tuple[pysolr.Results, list[str]] | None:
+    """Solr's answer to the one request of ``prefix``'s suggestions (``suggest_params``) and the
+    past queries it checked; None when there is nothing to ask. A past query Solr refuses
+    (whatever someone once typed) costs the titles nothing: asked again without them."""
+    params = suggest_params(prefix, candidates, rows)
+    if params["rows"] == 0 and not candidates:
+        return None  # nothing a title could begin with (punctuation alone), no past query
+    try:
+        return index.search("*:*", params), candidates
+    except IndexingError as exc:
+        if not (candidates and exc.refused):
+            raise
+        # not logged: Solr's reason may quote someone's query
+        log_failed_search("Suggestions: the past queries checked (titles only)", None, exc, reason=False)
+    params = suggest_params(prefix, [], rows)
+    if params["rows"] == 0:
+        return None
+    return index.search("*:*", params), []
+
+
+def titles_of(docs: Iterable[dict[str, Any]]) -> list[str]:
+    """The documents' titles as suggestions: control characters out, white space folded, at most
+    MAX_TITLE_CHARS; a document without a title gives none."""
     titles: list[str] = []
-    for doc in results.docs:
+    for doc in docs:
         title = doc.get("title")
         title = title[0] if isinstance(title, list) and title else title
         if isinstance(title, str):
             text = " ".join(CONTROL.sub(" ", title[: MAX_TITLE_CHARS * 4]).split())[:MAX_TITLE_CHARS].rstrip()
             if text:
                 titles.append(text)
+    return titles
+
+
+def merged(queries: list[str], titles: list[str], limit: int) -> list[Suggestion]:
+    """Up to ``limit`` suggestions, each text once whatever its case: the past ``queries`` first,
+    at most half the list when ``titles`` are there to fill it, then the titles."""
     shown: list[Suggestion] = []
     seen: set[str] = set()
     room_for_queries = max(limit - len(titles), (limit + 1) // 2)

@@ -54,7 +54,7 @@ from searchcrawl.semantic.passages import Passage, split_passages
 logger = logging.getLogger(__name__)
 
 # the document's fields each passage carries a copy of: who may read it, and what a search page
-# filters on (web/search_page.py FACETS, MODIFIED): a kNN query filtered by them picks its top k
+# filters on (search/search_request.py FACETS, MODIFIED): a kNN query filtered by them picks its top k
 # among the passages the searcher may read and asked for
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")
@@ -106,6 +106,40 @@ def _same(one: Any, other: Any) -> bool:
     if isinstance(one, list) and isinstance(other, list):
         return sorted(map(str, one)) == sorted(map(str, other))
     return one == other
+
+
+@dataclass
+class PassageChanges:
+    """What a batch's sync of passages writes: passages written whole, set in place, deleted, and
+    to embed (the passage's document, its text)."""
+
+    writes: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    to_embed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+
+def copies_changed(old: Mapping[str, Any], parent: Mapping[str, Any], copies: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an unchanged passage (``old``) copies of its document that differ now: the
+    ``copies`` (its access, its facets' fields) and its document's checksum and text digest."""
+    changed = {name: value for name, value in copies.items() if not _same(old.get(name), value)}
+    for name, copied in (("parent_checksum", "checksum"), ("parent_text_digest", TEXT_DIGEST)):
+        if not _same(old.get(name), parent.get(copied)):
+            changed[name] = parent.get(copied)
+    return changed
+
+
+def direction(vector: Any) -> list[float] | None:
+    """``vector`` as Solr stores it, or None: refused by the model (left out, as a zero vector is),
+    or with no direction (a text of nothing the model knows): Lucene refuses a zero vector for
+    cosine, and one such passage would refuse its whole batch."""
+    if vector is None:
+        return None
+    np = numpy()
+    array = np.asarray(vector, dtype=np.float32)
+    if not np.all(np.isfinite(array)) or float(np.linalg.norm(array)) < 1e-6:
+        return None
+    return as_list(array)
 
 
 class PassageIndex:
@@ -173,70 +207,18 @@ class PassageIndex:
 
     def _sync_parents(self, parents: list[dict[str, Any]], result: SyncResult) -> None:
         existing = self._existing([str(parent["id"]) for parent in parents])
-        writes: list[dict[str, Any]] = []  # passages written whole
-        updates: list[dict[str, Any]] = []  # passages set in place
-        deletes: list[str] = []
-        to_embed: list[tuple[dict[str, Any], str]] = []  # (passage document, text)
+        changes = PassageChanges()
         for parent in parents:
-            parent_id = str(parent["id"])
-            source_text = parent.get("prose") or parent.get("content") or ""
-            wanted = split_passages(str(source_text), str(parent.get("title") or ""), parent.get("outline") or ())
-            had = existing.get(parent_id, [])
-            vectors = {
-                str(p.get("passage_checksum")): p.get(self.field) for p in had if read_vector(p.get(self.field)) is not None
-            }
-            by_ordinal = {int(p.get("passage_ordinal", -1)): p for p in had}
-            copies = {name: parent.get(name) for name in COPIED_FIELDS}
-            for passage in wanted:
-                checksum = passage.checksum(self.model_id)
-                old = by_ordinal.get(passage.ordinal)
-                if old is not None and old.get("passage_checksum") == checksum and old.get(self.field) is not None:
-                    changed = {name: value for name, value in copies.items() if not _same(old.get(name), value)}
-                    for name, copied in (("parent_checksum", "checksum"), ("parent_text_digest", TEXT_DIGEST)):
-                        if not _same(old.get(name), parent.get(copied)):
-                            changed[name] = parent.get(copied)
-                    if changed:
-                        updates.append(
-                            {"id": old["id"], "_version_": 1, **{name: {"set": value} for name, value in changed.items()}}
-                        )
-                        result.updated += 1
-                    continue
-                document = self._passage_document(parent, passage, checksum, copies)
-                vector = vectors.get(checksum)
-                if vector is not None:
-                    document[self.field] = vector
-                    writes.append(document)
-                    result.reused += 1
-                else:
-                    to_embed.append((document, passage.embedded))
-            deletes.extend(str(p["id"]) for ordinal, p in by_ordinal.items() if ordinal >= len(wanted))
-            source = str(parent.get("source") or "")
-            result.by_source[source] = result.by_source.get(source, 0) + 1
-        if updates:  # first: an access revoked reaches the passages whatever the model does
-            self.index.update_existing(updates)
-        for start in range(0, len(to_embed), EMBED_BATCH):
-            chunk = to_embed[start : start + EMBED_BATCH]
-            for (document, _text), vector in self._embedded(chunk):
-                if vector is None:  # refused by the model: left out, as a zero vector is
-                    result.skipped += 1
-                    deletes.append(str(document["id"]))
-                    continue
-                np = numpy()
-                vector = np.asarray(vector, dtype=np.float32)
-                if not np.all(np.isfinite(vector)) or float(np.linalg.norm(vector)) < 1e-6:
-                    # no direction (a text of nothing the model knows): Lucene refuses a zero vector
-                    # for cosine, and one such passage would refuse its whole batch: left out
-                    result.skipped += 1
-                    deletes.append(str(document["id"]))  # the passage it would have replaced goes
-                    continue
-                document[self.field] = as_list(vector)
-                writes.append(document)
-        result.embedded += len(to_embed)
-        if writes:
-            self._write(writes, result)
-        if deletes:
-            self.index.delete_passages(deletes)
-            result.deleted += len(deletes)
+            self._plan_parent(parent, existing.get(str(parent["id"]), []), changes, result)
+        if changes.updates:  # first: an access revoked reaches the passages whatever the model does
+            self.index.update_existing(changes.updates)
+        self._embed_into(changes, result)
+        result.embedded += len(changes.to_embed)
+        if changes.writes:
+            self._write(changes.writes, result)
+        if changes.deletes:
+            self.index.delete_passages(changes.deletes)
+            result.deleted += len(changes.deletes)
         marks = [
             {"id": parent["id"], "passages_model": {"set": self.model_id}, "_version_": parent["_version_"]} for parent in parents
         ]
@@ -245,11 +227,59 @@ class PassageIndex:
         logger.debug(
             "Passages of %d documents: %d embedded, %d kept their vectors, %d updated in place, %d deleted",
             len(parents),
-            len(to_embed),
+            len(changes.to_embed),
             result.reused,
-            len(updates),
-            len(deletes),
+            len(changes.updates),
+            len(changes.deletes),
         )
+
+    def _plan_parent(
+        self, parent: dict[str, Any], had: list[dict[str, Any]], changes: PassageChanges, result: SyncResult
+    ) -> None:
+        """What ``parent``'s passages need, against those it ``had``: an unchanged passage's copied
+        fields set in place where they changed, a passage whose text another ordinal had takes that
+        vector, a new text is embedded, and the ordinals beyond its passages go."""
+        source_text = parent.get("prose") or parent.get("content") or ""
+        wanted = split_passages(str(source_text), str(parent.get("title") or ""), parent.get("outline") or ())
+        vectors = {str(p.get("passage_checksum")): p.get(self.field) for p in had if read_vector(p.get(self.field)) is not None}
+        by_ordinal = {int(p.get("passage_ordinal", -1)): p for p in had}
+        copies = {name: parent.get(name) for name in COPIED_FIELDS}
+        for passage in wanted:
+            checksum = passage.checksum(self.model_id)
+            old = by_ordinal.get(passage.ordinal)
+            if old is not None and old.get("passage_checksum") == checksum and old.get(self.field) is not None:
+                changed = copies_changed(old, parent, copies)
+                if changed:
+                    changes.updates.append(
+                        {"id": old["id"], "_version_": 1, **{name: {"set": value} for name, value in changed.items()}}
+                    )
+                    result.updated += 1
+                continue
+            document = self._passage_document(parent, passage, checksum, copies)
+            vector = vectors.get(checksum)
+            if vector is not None:
+                document[self.field] = vector
+                changes.writes.append(document)
+                result.reused += 1
+            else:
+                changes.to_embed.append((document, passage.embedded))
+        changes.deletes.extend(str(p["id"]) for ordinal, p in by_ordinal.items() if ordinal >= len(wanted))
+        source = str(parent.get("source") or "")
+        result.by_source[source] = result.by_source.get(source, 0) + 1
+
+    def _embed_into(self, changes: PassageChanges, result: SyncResult) -> None:
+        """The passages to embed, embedded a batch at a time and written; one without a vector
+        (``direction``) is left out, and the passage it would have replaced goes."""
+        for start in range(0, len(changes.to_embed), EMBED_BATCH):
+            chunk = changes.to_embed[start : start + EMBED_BATCH]
+            for (document, _text), vector in self._embedded(chunk):
+                stored = direction(vector)
+                if stored is None:
+                    result.skipped += 1
+                    changes.deletes.append(str(document["id"]))
+                    continue
+                document[self.field] = stored
+                changes.writes.append(document)
 
     def _embedded(self, chunk: list[tuple[dict[str, Any], str]]) -> list[tuple[tuple[dict[str, Any], str], Any]]:
         """Each (passage document, text) of ``chunk`` with its vector; None for a text the model

@@ -42,20 +42,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from markupsafe import Markup
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.search.search_request import FACET_TITLES
+from searchcrawl.search.search_run import Hit, SearchPage, snippet_parts
 from searchcrawl.store.api_tokens import TokenCheck
-from searchcrawl.web.search_page import FACET_TITLES, Hit, SearchPage
 
 logger = logging.getLogger(__name__)
 
 MAX_USER_CHARS = 256
 MAX_AUTHORIZATION_CHARS = 300
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
-_MARK = re.compile(r"(</?mark>)")
 PREFLIGHT_MAX_AGE = "600"
 # Token checks: at most this many ask the database at once (one that hangs holds these threads,
 # never the application's whole pool: the search page goes on), each verdict kept this long
@@ -249,21 +248,6 @@ def challenge(error: str = "", description: str = "") -> str:
     if description:
         parts.append(f'error_description="{description}"')
     return ", ".join(parts)
-
-
-def snippet_parts(snippet: Markup) -> list[dict[str, Any]]:
-    """The page's snippet (escaped text, Solr's matches as ``<mark>``) as plain-text pieces. The
-    page escapes everything but the markers, so ``<mark>`` there can only be one of them."""
-    parts: list[dict[str, Any]] = []
-    inside = False
-    for piece in _MARK.split(str(snippet)):
-        if piece == "<mark>":
-            inside = True
-        elif piece == "</mark>":
-            inside = False
-        elif piece:
-            parts.append({"text": Markup(piece).unescape(), "match": inside})
-    return parts
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:

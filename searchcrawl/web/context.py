@@ -42,6 +42,8 @@ from searchcrawl.search import answers, extractive, suggestions
 from searchcrawl.search.answers import Answer, AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
+from searchcrawl.search.search_request import FACET_TITLES
+from searchcrawl.search.search_run import SearchPage
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
@@ -54,7 +56,6 @@ from searchcrawl.store.searches import Searches
 from searchcrawl.system import translations
 from searchcrawl.web import analytics, api
 from searchcrawl.web.roles import AdminUser, RoleMap
-from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig

@@ -30,8 +30,8 @@ from searchcrawl.web.sign_on.sessions import Session, Sessions
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
     from searchcrawl.search.hybrid import SemanticSearch
+    from searchcrawl.search.search_request import SearchRequest
     from searchcrawl.web.context import WebConfig, WebContext
-    from searchcrawl.web.search_page import SearchRequest
 
 logger = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ loader (config/source.py ``load_source``), from a scratch file beside the saved 
 it names (seed files, certificates) are found as the crawl finds them, and its one-line error is
 the crawl's. Before a save the page shows the change (a unified diff) and what it does to the
 index: a change of a setting that documents depend on forces a full recrawl (the reasons
-crawl/run_start.py's fingerprint gives), and a narrower scope takes the documents it now keeps
+config/source_derived.py's fingerprint gives), and a narrower scope takes the documents it now keeps
 out from the index at the next crawl (the source's indexed URLs run through the new rule chain,
-crawl/requests.py ``rule_chain``, as the maintenance crawl will). A save writes the file
+config/source_derived.py ``rule_chain``, as the maintenance crawl will). A save writes the file
 atomically (a file beside it, then renamed) after copying the version it replaces into the
 folder's ``.history``; it is refused when the file changed since the editor read it. A disabled
 source is its file renamed ``<name>.toml.disabled`` (listed, not loaded, not scheduled; its
@@ -42,9 +42,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from searchcrawl.config.source import DISABLED, SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.config.source_derived import fingerprint, rule_chain
 from searchcrawl.crawl.own_services import addresses_of
-from searchcrawl.crawl.requests import rule_chain
-from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.addresses import ip_of, is_local_or_link_local, is_localhost_name
 from searchcrawl.rules.maintenance import recrawl_reasons

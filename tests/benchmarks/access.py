@@ -8,7 +8,7 @@ of 20,000 made-up words, and an access of the mixes an intranet has (``ACCESS_MI
 ones for one to three of 2,000 groups, some also behind a folder's level of other groups, a few
 with a deny, some for one user by name or uidNumber). The searcher has 50 groups (each as DN and
 cn, so 100 group tokens, plus their user, DN, uidNumber and gidNumber: 105 principals). Every
-search is the web search page's (search_page.py): one word, collapsed on url, highlighted, with
+search is the web search page's (search/search_run.py): one word, collapsed on url, highlighted, with
 its five facets, ten rows.
 
 First, on the freshly committed index, one trimmed search: the cold one (Solr's caches empty,
@@ -38,7 +38,7 @@ from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.search.query import search_params
-from searchcrawl.web.search_page import FACET_PARAMS
+from searchcrawl.search.search_run import FACET_PARAMS
 
 GROUPS = 2000
 USERS = 5000

@@ -28,8 +28,8 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
 from searchcrawl.search.evaluation import means, read_qrels, read_queries, score_run
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.search_run import judged_run
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.web.search_page import judged_run
 from tests.benchmarks.judged import JUDGED, SETS, crawl, embedded_passages, workspace
 from tests.benchmarks.real_sites import RealSite
 
@@ -62,7 +62,7 @@ def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: Sema
 
     hybrid.nearest_documents, hybrid.fuse = nearest, fuse  # type: ignore[assignment]
     try:
-        import searchcrawl.web.search_page as page
+        import searchcrawl.search.search_run as page
 
         page_fuse, page.fuse = page.fuse, fuse  # type: ignore[attr-defined]
         try:

@@ -44,10 +44,10 @@ from searchcrawl.search.evaluation import (
 )
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.query import Ranking
+from searchcrawl.search.search_run import judged_run
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import Embedder, embedder_from
 from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
-from searchcrawl.web.search_page import judged_run
 from tests.benchmarks.measure import python_path, run_measured
 from tests.benchmarks.real_sites import RealSite
 from tests.benchmarks.synthetic import nginx

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from searchcrawl.config.source import SourceFile, load_source
-from searchcrawl.crawl.requests import rule_chain
+from searchcrawl.config.source_derived import rule_chain
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import url_hash
 from searchcrawl.store.ledger import Ledger

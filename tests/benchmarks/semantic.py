@@ -37,10 +37,11 @@ from searchcrawl.dev.onnx_model import minilm_jar
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import OnnxEmbedder, WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
-from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.benchmarks.synthetic import WORDS
 
 GROUPS = 100

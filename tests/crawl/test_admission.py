@@ -9,8 +9,9 @@ import pytest
 from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import MemoryStatsCollector
 
+from searchcrawl.config.source_derived import rule_chain
 from searchcrawl.crawl.extensions.stores import stores_of
-from searchcrawl.crawl.requests import Admission, admission_of, rule_chain
+from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.run import run_counters
 from searchcrawl.crawl.signals import urls_excluded
 from searchcrawl.rules.chain import ADMITTED

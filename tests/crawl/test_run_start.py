@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.requests import rule_chain
+from searchcrawl.config.source_derived import fingerprint, rule_chain
 from searchcrawl.crawl.run import CrawlArguments, Run
-from searchcrawl.crawl.run_start import begin_run, fingerprint, plan_run, take_over_index
+from searchcrawl.crawl.run_start import begin_run, plan_run, take_over_index
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable

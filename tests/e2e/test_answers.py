@@ -32,10 +32,11 @@ from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, AnswerFailed, answer
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
-from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import free_port
 from tests.e2e.test_api import admin_session, api, make_token
 from tests.e2e.test_semantic_search import document

@@ -28,6 +28,8 @@ from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules, parse_boost, synonym_map
 from searchcrawl.search.evaluation import JudgedQuery, read_qrels
 from searchcrawl.search.relevance_params import boost_params
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import judged_run, run_search
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.why import why
 from searchcrawl.store import Database
@@ -35,7 +37,6 @@ from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches, shown_json
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.search_page import SearchRequest, judged_run, run_search
 from tests.conftest import Project, add_core, wait_for
 from tests.web.test_relevance import admin_client
 

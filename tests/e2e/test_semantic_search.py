@@ -28,6 +28,8 @@ from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch, nearest_documents, semantic_search
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import (
     DimensionMismatch,
@@ -40,7 +42,6 @@ from searchcrawl.semantic.embedders import (
 )
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS, PassageIndex, text_digest
 from searchcrawl.semantic.passages import split_passages
-from searchcrawl.web.search_page import SearchRequest, run_search
 
 ALICE = Principals.of("alice", [Principal("group:finance", "test")])
 

@@ -69,13 +69,13 @@ def test_search_collapses_the_copies_of_a_url_and_keeps_their_snippets(solr_url:
         ]
     )
     index = TrimmedIndex(SolrIndex(solr_url), Principals.anonymous())
-    results = search(index, "okapi census")
-    mine = [doc for doc in results.docs if doc["url"] == url]
-    assert len(mine) == 1 and mine[0]["id"] in {solr_id(source, url) for source in sources}
-    lines = format_hits(results)
+    page = search(index, "okapi census")
+    mine = [hit for hit in page.hits if hit.url == url]
+    assert len(mine) == 1 and mine[0].id in {solr_id(source, url) for source in sources}
+    lines = format_hits(page)
     assert lines.count(f"   {url}") == 1
     assert any("*okapi*" in line for line in lines[lines.index(f"   {url}") :][:2])  # highlighting found by the Solr id
-    assert search(index, "okapi census", source=sources[1]).docs[0]["id"] == solr_id(sources[1], url)
+    assert search(index, "okapi census", source=sources[1]).hits[0].id == solr_id(sources[1], url)
 
 
 def old_documents(source: str, count: int, host: str = "old.test") -> list[dict]:

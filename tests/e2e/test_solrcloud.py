@@ -146,9 +146,9 @@ def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud:
     assert set(shards) == set(sources)
     assert all(len(placed) == 1 for placed in shards.values()), shards
     assert set().union(*shards.values()) == {"shard1", "shard2"}
-    results = search(TrimmedIndex(SolrIndex(urls[0]), Principals.anonymous()), "capybara", rows=100)
-    assert len(results.docs) == 2 * len(pages)  # one copy per shard
-    assert sorted(line.strip() for line in format_hits(results) if line.startswith("   http")) == sorted(pages)
+    page = search(TrimmedIndex(SolrIndex(urls[0]), Principals.anonymous()), "capybara", rows=100)
+    assert page.total == 2 * len(pages)  # one copy per shard
+    assert sorted(line.strip() for line in format_hits(page) if line.startswith("   http")) == sorted(pages)
 
 
 def test_migrating_ids_in_a_collection(cloud: LocalSolrCloud) -> None:
@@ -273,7 +273,8 @@ def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: Local
     """Issue 59's searching on a two-shard collection: several values of one facet (OR within,
     AND across: Solr's tagged filters, excluded from their own facet's counts) and the facet's
     counts merged from both shards; sorting by date and by title merged across shards; a date range."""
-    from searchcrawl.web.search_page import SearchRequest, run_search
+    from searchcrawl.search.search_request import SearchRequest
+    from searchcrawl.search.search_run import run_search
 
     urls = cloud.create_collection("faceted")
     client = pysolr.Solr(urls[0], always_commit=True, timeout=30)

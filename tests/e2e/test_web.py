@@ -142,6 +142,23 @@ def test_zero_results_are_explained_with_spelling_suggestions(harbour_corpus) ->
     assert "with the filters chosen" in filtered.text and "Remove a filter" in filtered.text
 
 
+def test_scrapy_search_is_the_search_pages_search(harbour_corpus) -> None:
+    """Issue 95: one run_search for the page and `scrapy search`: the same hits in the same order
+    for the same query and searcher, and the page's "Did you mean" (the command had none)."""
+    project, harbour = harbour_corpus
+    page = client(project).get("/", params={"q": "harbour master", "source": harbour.main, "rows": "50"})
+    searched = project.scrapy("search", "harbour master", "--source", harbour.main, "--rows", "50")
+    assert searched.returncode == 0, searched.stdout + searched.stderr
+    lines = searched.stdout.splitlines()
+    assert lines[0] == "27 documents match 'harbour master'"
+    shown = [
+        (lines[number + 1].strip(), line.split(". ", 1)[1]) for number, line in enumerate(lines) if re.match(r"\d+\. ", line)
+    ]
+    assert shown == [(html.unescape(link), html.unescape(title)) for link, title in hits(page.text)] and len(shown) == 27
+    typo = project.scrapy("search", "lighthuose")
+    assert typo.stdout.splitlines()[:2] == ["0 documents match 'lighthuose'", "Did you mean lighthouse?"], typo.stdout
+
+
 def test_crawled_markup_is_shown_as_text_and_no_script_may_run(harbour_corpus) -> None:
     project, harbour = harbour_corpus
     web = client(project)

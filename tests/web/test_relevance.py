@@ -42,10 +42,12 @@ from searchcrawl.rules.ranking_rules import (
 )
 from searchcrawl.search import searcher as searcher_module
 from searchcrawl.search.relevance_params import boost_params, wildcard_term
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import create_app
-from searchcrawl.web.search_page import SearchRequest, run_search
+from tests.search.test_search_run import AskedSolr
 from tests.web.test_app import PASSWORD, unit_config
 
 
@@ -138,19 +140,6 @@ def test_boost_params_keep_every_typed_value_a_literal_parameter() -> None:
     glob = boost_params([Boost("glob", 'https://*.intranet/*/x?.pdf" OR *:* \\', 2.0)])
     assert glob["relevance_0"] == '{!lucene}url:https\\:\\/\\/*\\.intranet\\/*\\/x?\\.pdf\\"\\ OR\\ *\\:*\\ \\\\'
     assert wildcard_term("ä b") == "\\ä\\ b"
-
-
-class AskedSolr:
-    def __init__(self, *answers: SimpleNamespace) -> None:
-        self.asked: list[dict[str, Any]] = []
-        self.answers = list(answers)
-
-    def search(self, query: str, **params: Any) -> SimpleNamespace:
-        self.asked.append({"q": query, **params})
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
 
 
 def answer(hits: int = 0, docs: list[dict[str, Any]] | None = None) -> SimpleNamespace:

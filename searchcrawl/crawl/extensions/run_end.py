@@ -47,13 +47,13 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
+from searchcrawl.config.source_derived import fingerprint
 from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
-from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.crawl.signals import run_ended, run_started
 from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries
 from searchcrawl.index.solr_client import IndexingError

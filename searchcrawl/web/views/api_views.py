@@ -13,10 +13,11 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
 
 logger = logging.getLogger(__name__)

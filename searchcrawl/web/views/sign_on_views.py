@@ -18,11 +18,11 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
+from searchcrawl.search.search_request import search_back
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import AdminUser, Role
-from searchcrawl.web.search_page import search_back
 from searchcrawl.web.shared import (
     LOGIN_COOKIE,
     SEARCHER_COOKIE,

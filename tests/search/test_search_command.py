@@ -1,0 +1,91 @@
+"""`scrapy search` is the search page's search (issue 95, point 1): one ``run_search``
+(search/search_run.py) for both, so the command gets the page's hits, its spelling suggestions and
+its hybrid search; without Solr."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.commands import search as search_command
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.search_run import MARK_CLOSE, MARK_OPEN, run_search
+from searchcrawl.search.searcher import TrimmedIndex
+from tests.search.test_search_run import AskedSolr, answer
+
+
+def doc(item: str, **fields: Any) -> dict[str, Any]:
+    return {"id": item, "url": f"http://127.0.0.1/{item}", "title": item.title(), **fields}
+
+
+class Model:
+    model_id, dimension = "test/model/0123456789ab", 3
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+
+
+class Hybrid:
+    """A TrimmedIndex whose words query finds ``words`` and whose kNN query finds ``meaning``
+    (best first), every document readable; what it is asked, recorded."""
+
+    def __init__(self, words: list[str], meaning: list[str]) -> None:
+        self.words, self.meaning = words, meaning
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+
+    def nearest(self, field: str, vector: list[float], top_k: int, params: dict[str, Any]) -> SimpleNamespace:
+        return SimpleNamespace(docs=[{"id": f"{p}#0", "parent_id": p, "score": 0.9} for p in self.meaning])
+
+    def search(self, query: str, params: dict[str, Any], boosts: Any = None) -> SimpleNamespace:
+        self.asked.append((query, dict(params)))
+        chosen = next((f for f in params["fq"] if f.startswith("{!terms f=id")), None)
+        if chosen is None:  # the words query
+            return SimpleNamespace(hits=len(self.words), docs=[doc(i) for i in self.words], highlighting={}, facets={})
+        return SimpleNamespace(docs=[doc(i) for i in chosen.split("}", 1)[1].split()], highlighting={})
+
+
+def test_scrapy_search_asks_solr_what_the_page_asks_and_shows_its_hits() -> None:
+    """The command's request is the page's for ``?q=...&source=...`` (but the facets it does not
+    print), so the same hits in the same order."""
+    found = [doc("a", source="intranet"), doc("b", source="intranet")]
+    page_solr, command_solr = AskedSolr(answer(2, found)), AskedSolr(answer(2, found))
+    request = SearchRequest.from_params([("q", " harbour master "), ("source", "intranet")])
+    page = run_search(TrimmedIndex(page_solr, Principals.anonymous()), request, rows=20)  # type: ignore[arg-type]
+    shown = search_command.search(TrimmedIndex(command_solr, Principals.anonymous()), " harbour master ", 20, "intranet")  # type: ignore[arg-type]
+    (page_asked,), (command_asked,) = page_solr.asked, command_solr.asked
+    assert command_asked.pop("facet") == "false" and page_asked.pop("facet") == "true"
+    assert command_asked == page_asked
+    assert [hit.url for hit in shown.hits] == [hit.url for hit in page.hits] == ["http://127.0.0.1/a", "http://127.0.0.1/b"]
+
+
+def test_scrapy_search_gets_the_pages_spelling_suggestions_when_nothing_matches() -> None:
+    """It ran a smaller search of its own, without "Did you mean"."""
+    spelt = {"collations": ["collation", "harbor"]}
+    counts = SimpleNamespace(facets={"facet_queries": {"spelling_0": 1}})
+    solr = AskedSolr(answer(0), answer(0, spellcheck=spelt), counts)
+    shown = search_command.search(TrimmedIndex(solr, Principals.anonymous()), "harbour")  # type: ignore[arg-type]
+    assert shown.total == 0 and [text for text, _url in shown.suggestions] == ["harbor"]
+
+
+def test_scrapy_search_gets_the_pages_hybrid_search_where_semantic_search_is_on() -> None:
+    """It searched the words alone: what only meaning finds was not there."""
+    semantic = SemanticSearch(SemanticModel(Model(), 0.5))
+    index = Hybrid(["words1", "words2"], ["meaning", "words2"])
+    page = run_search(index, SearchRequest(q="how do I park my car"), rows=10, semantic=semantic)  # type: ignore[arg-type]
+    shown = search_command.search(index, "how do I park my car", 10, semantic=semantic)  # type: ignore[arg-type]
+    assert [hit.url for hit in shown.hits] == [hit.url for hit in page.hits]
+    assert "http://127.0.0.1/meaning" in {hit.url for hit in shown.hits} and shown.total == page.total == 3
+
+
+def test_the_commands_lines_keep_their_format_and_any_schemes_url() -> None:
+    """Rank and title, the display URL as indexed (a share's ``smb://`` too, which the page does
+    not link), the snippet with its matches between asterisks, unescaped."""
+    marked = {"s!1": {"content": [f"a {MARK_OPEN}harbour{MARK_CLOSE} & <b>"]}}
+    found = [doc("s!1", url="smb://fs/share/a.txt", display_url="smb://fs/share/a.txt", title="")]
+    solr = AskedSolr(SimpleNamespace(hits=1, docs=found, highlighting=marked, facets={}, spellcheck=None))
+    shown = search_command.search(TrimmedIndex(solr, Principals.anonymous()), "harbour")  # type: ignore[arg-type]
+    assert search_command.format_hits(shown) == ["1. (no title)", "   smb://fs/share/a.txt", "   a *harbour* & <b>"]
