@@ -26,7 +26,6 @@ from searchcrawl.web.oidc import OIDC_COOKIE
 from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.saml import SAML_COOKIE
 from searchcrawl.web.search_page import search_back
-from searchcrawl.web.searchers import Searcher
 from searchcrawl.web.sessions import LoginThrottle, Session, Sessions
 from searchcrawl.web.shared import (
     LOGIN_COOKIE,
@@ -93,7 +92,7 @@ async def signin(ctx: WebContext, request: Request) -> Response:
     form, client, expected = checked
     user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
     back = search_back(str(form.get("back", "")))  # the search signed in from: shown again
-    anonymous = Searcher(Principals.anonymous())
+    anonymous = ctx.searcher(Principals.anonymous())
     # counted before the directory is asked (off the event loop), taken back on success:
     # attempts sent at once cannot all pass while the count is still low
     ctx.signin_throttle.failed(client)
