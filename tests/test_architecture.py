@@ -194,31 +194,45 @@ def test_defined_names() -> None:
 
 # --- The Searcher trims ----------------------------------------------------------------------------
 # Only search/searcher.py's TrimmedIndex sends a searcher's query to Solr, and it adds the searcher's
-# trimming (access/decision.py ``solr_trimming``) to every request itself; the code that builds a
-# searcher's query is handed a TrimmedIndex, never the raw client. Read from the syntax trees:
-#   * a call of ``.search`` on a Solr client happens only in the functions named in UNTRIMMED: the
-#     TrimmedIndex's own, and the operators' untrimmed paths, each with its reason. A call counts as
-#     Solr's when its receiver is not known to be something else (annotated TrimmedIndex: the
-#     trimmed door; annotated another type, an LDAP connection say: not Solr) and it passes keyword
-#     arguments (Solr's parameters; a regular expression's search takes the text alone) or its
-#     receiver is named like a client (solr, index, client);
+# trimming (access/decision.py ``solr_trimming``) to every request itself. Views and commands are
+# given the searcher's index alone, its principals bound once where the searcher is known; the raw
+# client reaches the operators' untrimmed paths alone. Read from the syntax trees as a small type
+# check: each function's names are typed from their annotations and what they are assigned (an
+# alias of the raw client, ``s = ctx.solr``, is the raw client), and
+#   * Solr is asked without a searcher's trimming (``.search`` on the raw client, or a string naming
+#     one of Solr's read handlers: ``"select?..."``, ``"/select"``, ``"/get?id=..."``) only in the
+#     functions named in UNTRIMMED: the door's own, and the operators' paths, each with its reason;
+#   * a TrimmedIndex is built (principals bound to Solr) only in TRIMMED_BUILDERS: where a searcher
+#     is known (the web context, once a request; a command's ``--as USER``) and explain-answer;
 #   * ``solr_trimming`` is named in searcher.py alone (and defined in access/decision.py);
-#   * in web/, commands/ and search/, the raw client (a parameter annotated SolrIndex or
-#     pysolr.Solr, a name or ``self.`` attribute built from one) is handed only to the callees named
-#     in RAW_CLIENT_TAKERS, and taken as a parameter only by the functions named in
-#     RAW_CLIENT_PARAMETERS.
+#   * the web context's client is private (``_solr``, read in web/context.py alone): the operators'
+#     paths get it from its accessor ``operator_solr``, whose callers OPERATOR_SOLR_CALLERS names;
+#   * in web/, commands/ and search/, the raw client (a parameter annotated SolrIndex or pysolr.Solr,
+#     a name or ``self.`` attribute given one) is handed only to code that may take it: a function of
+#     RAW_CLIENT_PARAMETERS or UNTRIMMED (each named with its reason), a module below search/ (whose
+#     asks of Solr the first rule checks where they are made), a method of the client itself, or
+#     the door (TrimmedIndex, by the second rule); handed to anything else (a searcher's query, a
+#     helper, functools.partial), it fails.
 
 SEARCHER = "searchcrawl.search.searcher"
 TRIMMING = "solr_trimming"
 SOLR_TYPES = frozenset(
     {"SolrIndex", "pysolr.Solr", "SolrIndex | None", "IndexedDocuments"}
 )  # and explain-access's Protocol of it
-CLIENT_ATTRIBUTE = "solr"  # the web context's client (ctx.solr), as any object's
+CLIENT_ATTRIBUTES = frozenset({"solr", "_solr"})  # the web context's client (``ctx._solr``; ``ctx.solr`` before), as any object's
+PRIVATE_CLIENT = ("searchcrawl.web.context", "_solr")  # the web context's client, read in its module alone
+OPERATOR_ACCESSOR = "operator_solr"  # WebContext.operator_solr(): the raw client, for the operators' paths
 TRIMMED_TYPE = "TrimmedIndex"
 UNKNOWN_TYPES = frozenset({"", "Any", "typing.Any", "object"})  # a receiver that could be a Solr client
 CLIENT_NAME = re.compile(r"solr|index|client", re.IGNORECASE)
+# a path of one of Solr's handlers that read documents (a string that is the word alone is not one,
+# but for ``select``: "query" is a form field, "get" an HTTP method)
+SOLR_READ = re.compile(r"(?:^|/)(?:select|query|get|terms|tvrh|mlt|stream|sql|graph|spell)(?:[?/]|$)")
+HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
+# a function handed another function and its arguments, to call it in a thread: the one called is the taker
+RUNNERS = frozenset({"in_thread", "in_limited_thread", "run_in_threadpool", "run_sync"})
 
-# (module, function): a ``.search`` of Solr without a searcher's trimming, and why
+# (module, function): Solr asked without a searcher's trimming, and why
 UNTRIMMED: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex._trimmed"): "the door itself: it adds the searcher's trimming to every request it sends",
     ("searchcrawl.index.solr_client", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
@@ -247,77 +261,80 @@ UNTRIMMED: dict[tuple[str, str], str] = {
     ("searchcrawl.semantic.passage_index", "PassageIndex.models"): "the passages' upkeep: passages a model (counts)",
     ("searchcrawl.semantic.passage_index", "complete"): "a backfill's switch: documents without the new model's (a count)",
     ("searchcrawl.semantic.passage_index", "has_passages"): "a backfill's switch: the old model's passages (a count)",
+    ("searchcrawl.dev.solr_runner", "DevSolr.status"): "`scrapy solr status` of the development Solr: the whole core's count",
 }
 
-# (module, callee as written): where web/, commands/ or search/ hand on the raw client, and why
-RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
-    ("searchcrawl.web.views.search_views", "TrimmedIndex"): "the search page's searcher's query",
-    ("searchcrawl.web.views.api_views", "TrimmedIndex"): "the JSON API's searcher's query",
-    ("searchcrawl.web.views.agent_views", "TrimmedIndex"): "the agent endpoint's tools: the API token's searcher's query",
-    ("searchcrawl.web.views.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
-    ("searchcrawl.web.context", "TrimmedIndex"): "suggestions of titles and past searches, as the searcher may read",
-    ("searchcrawl.commands.search", "TrimmedIndex"): "`scrapy search [--as USER]`: the searcher's query",
-    (
-        "searchcrawl.commands.relevance",
-        "TrimmedIndex",
-    ): "`scrapy relevance [--as USER]`: judged queries, as the searcher searches",
-    ("searchcrawl.commands.demo", "TrimmedIndex"): "`scrapy demo`'s searches of the example site, as the public",
-    (
-        "searchcrawl.web.context",
-        "managed.sync",
-    ): "operators: the relevance page's synonyms and stopwords into Solr's managed resources",
-    ("searchcrawl.web.views.admin_views", "admin.solr_health"): "operators: Solr's health on the admin page",
-    ("searchcrawl.web.views.admin_views", "admin.explain_access"): "operators: explain-access on the admin page",
-    ("searchcrawl.web.admin", "index.document_count"): "operators: Solr's health, the whole index's count",
-    ("searchcrawl.web.admin", "index.ping"): "operators: Solr's health",
-    ("searchcrawl.web.admin", "access_lines"): "operators: explain-access (access/explanation.py's held_documents)",
-    ("searchcrawl.commands.explain-access", "access_lines"): "operators: `scrapy explain-access`",
-    ("searchcrawl.commands.solr", "index.sources"): "operators: `scrapy solr migrate-ids` of every source the index holds",
-    ("searchcrawl.commands.solr", "migrate_ids"): "operators: `scrapy solr migrate-ids`",
-    ("searchcrawl.commands.summary", "service_problems"): "operators: the daily summary's check that Solr answers",
-    ("searchcrawl.commands.embed", "PassageIndex"): "operators: `scrapy embed`, the passages' upkeep",
-    ("searchcrawl.commands.explain-answer", "semantic_search"): "semantic search's backfill switch: counts of passages",
-    ("searchcrawl.commands.explain-answer", "explain_answer"): "operators: `scrapy explain-answer`'s untrimmed view",
-    ("searchcrawl.web.views.admin_views", "in_thread"): "operators: the explain-answer page's untrimmed view, off the event loop",
-    ("searchcrawl.search.answer_explanation", "TrimmedIndex"): "explain-answer: the answer as the user gets it, trimmed",
-    ("searchcrawl.commands.relevance", "semantic_search"): "semantic search's backfill switch: counts of passages",
-    ("searchcrawl.commands.search", "semantic_search"): "semantic search's backfill switch: counts of passages",
-    ("searchcrawl.web.context", "semantic_search"): "semantic search's backfill switch: counts of passages",
-    ("searchcrawl.search.hybrid", "complete"): "semantic search's backfill switch: a count of documents",
-    ("searchcrawl.search.hybrid", "has_passages"): "semantic search's backfill switch: a count of passages",
+# (module, function): where a TrimmedIndex is built (principals bound to Solr), and why there
+TRIMMED_BUILDERS: dict[tuple[str, str], str] = {
+    ("searchcrawl.web.context", "WebContext.searcher"): (
+        "the web application's searcher, once a request where it is known (the sign-in, the proxy's header, an API token)"
+    ),
+    ("searchcrawl.commands.search", "searcher_index"): "the commands' searcher, once from `--as USER` (search, relevance, demo)",
+    ("searchcrawl.search.answer_explanation", "explain_answer"): (
+        "operators: explain-answer gives the answer as the user named gets it, beside what was withheld"
+    ),
 }
+
+# (module, function): who gets the web context's raw client from its accessor, and why
+OPERATOR_SOLR_CALLERS: dict[tuple[str, str], str] = {
+    ("searchcrawl.web.views.admin_views", "overview.gather"): "operators: Solr's health on the administration's overview",
+    ("searchcrawl.web.views.admin_views", "explain_access"): "operators: explain-access on the administration's page",
+    ("searchcrawl.web.views.admin_views", "explain_answer"): "operators: explain-answer's untrimmed view on its page",
+}
+
 # (module, function): a function of web/, commands/ or search/ that takes the raw client, and why
 RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex.__init__"): "the door: the client shared by every request, and one searcher's principals",
+    ("searchcrawl.commands.search", "searcher_index"): "the commands' door: the client of SOLR_URL, or the demo's own Solr",
     ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
     ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
     ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
     ("searchcrawl.search.answer_explanation", "explain_answer"): "operators: explain-answer's untrimmed view",
-    ("searchcrawl.search.answer_explanation", "withheld"): "operators: explain-answer's untrimmed view",
-    ("searchcrawl.search.answer_explanation", "documents_access"): "operators: explain-answer's untrimmed view",
 }
-HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
 
 
 def _annotation(node: ast.arg) -> str:
     return ast.unparse(node.annotation) if node.annotation is not None else ""
 
 
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """The names a module imports, each to what it names (``admin`` to ``searchcrawl.web.admin``,
+    ``explain_answer_lines`` to ``searchcrawl.search.answer_explanation.explain_answer``)."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
+        elif isinstance(node, ast.Import):
+            names.update({alias.asname or alias.name: alias.name for alias in node.names})
+    return names
+
+
+def _assigned(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr | None, str]]:
+    """The (target, value, annotation) pairs a statement or expression assigns, a tuple's item by item."""
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        annotation = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else ""
+        for target in targets:
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(node.value.elts):
+                yield from ((item, value, "") for item, value in zip(target.elts, node.value.elts, strict=True))
+            else:
+                yield target, node.value, annotation
+
+
 class _Scopes(ast.NodeVisitor):
     """Walks a module keeping the qualified name of the function (or class) around each node, the
-    names each function knows the type of (its annotated parameters, ``name = Type(...)``), and
-    the ``self.`` attributes the module builds from a Solr client."""
+    types each function knows of its names (annotated parameters, what a name is assigned: a call
+    of a class, the raw client or an alias of it), and the ``self.`` attributes given a raw client."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.path: list[str] = []
         self.known: list[dict[str, str]] = [{}]
+        self.raw_attributes: set[str] = set()
         self.raw_attributes = {
             ast.unparse(target)
             for node in ast.walk(tree)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-            if ast.unparse(node.value.func) in SOLR_TYPES
-            for target in node.targets
-            if isinstance(target, ast.Attribute)
+            for target, value, _annotation in _assigned(node)
+            if isinstance(target, ast.Attribute) and value is not None and self.type_of(value) in SOLR_TYPES
         }
 
     @property
@@ -333,12 +350,14 @@ class _Scopes(ast.NodeVisitor):
         self.path.append(node.name)
         arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         known = {**self.known[-1], **{argument.arg: _annotation(argument) for argument in arguments}}
-        for child in ast.walk(node):
-            if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
-                for target in child.targets:
-                    if isinstance(target, ast.Name):
-                        known[target.id] = ast.unparse(child.value.func)
         self.known.append(known)
+        assigned = [pair for child in ast.walk(node) for pair in _assigned(child) if isinstance(pair[0], ast.Name)]
+        for _round in range(3):  # an alias of an alias: ``s = ctx.solr; t = s``
+            for target, value, annotation in assigned:
+                assert isinstance(target, ast.Name)
+                typed = annotation or (self.type_of(value) if value is not None else "")
+                if typed and known.get(target.id) not in SOLR_TYPES:  # the raw client, once given, stays
+                    known[target.id] = typed
         self.function(node, arguments)
         self.generic_visit(node)
         self.known.pop()
@@ -350,20 +369,38 @@ class _Scopes(ast.NodeVisitor):
         """Called for each function, its arguments given."""
 
     def type_of(self, node: ast.expr) -> str:
-        """The type known of ``node`` ("" when none): a name's, or a Solr client's for a
-        ``self.`` attribute built from one."""
+        """The type known of ``node`` ("" when none): a name's; a call's class (the raw client for
+        the accessor ``operator_solr()`` and ``getattr(x, "solr")``); the raw client for an object's
+        ``solr`` or ``_solr`` and a ``self.`` attribute given one; either side's of ``a if c else b``
+        and ``a or b``, the raw client when one is."""
         if isinstance(node, ast.Name):
             return self.known[-1].get(node.id, "")
         if isinstance(node, ast.Call):
-            return ast.unparse(node.func)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == OPERATOR_ACCESSOR:
+                return "SolrIndex"
+            if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) > 1:
+                name = node.args[1]
+                if isinstance(name, ast.Constant) and name.value in CLIENT_ATTRIBUTES:
+                    return "SolrIndex"
+            return ast.unparse(func)
+        if isinstance(node, ast.IfExp | ast.BoolOp):
+            sides = [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values
+            types = [self.type_of(side) for side in sides]
+            return next((found for found in types if found in SOLR_TYPES), types[0])
+        if isinstance(node, ast.NamedExpr):
+            return self.type_of(node.value)
         if ast.unparse(node) in self.raw_attributes:
             return "SolrIndex"
-        if isinstance(node, ast.Attribute) and node.attr == CLIENT_ATTRIBUTE:
+        if isinstance(node, ast.Attribute) and node.attr in CLIENT_ATTRIBUTES:
             return "SolrIndex"
         return ""
 
 
 class _SolrQueries(_Scopes):
+    """The functions that ask Solr without a searcher's trimming: ``.search`` on the raw client,
+    or a string naming one of Solr's read handlers."""
+
     def __init__(self, tree: ast.Module) -> None:
         super().__init__(tree)
         self.found: list[str] = []
@@ -378,23 +415,96 @@ class _SolrQueries(_Scopes):
                 self.found.append(self.where)
         self.generic_visit(node)
 
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):  # a docstring: words
+            self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and (found := SOLR_READ.search(node.value)):
+            if node.value == "select" or found.group(0) != node.value:
+                self.found.append(self.where)
+
 
 class _RawClientHandedOn(_Scopes):
-    def __init__(self, tree: ast.Module) -> None:
+    """Where web/, commands/ or search/ hand the raw client to code that may not take it, and the
+    functions that take it as a parameter."""
+
+    def __init__(self, module: str, tree: ast.Module) -> None:
         super().__init__(tree)
+        self.module = module
+        self.imported = _imported(tree)
         self.found: list[str] = []
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, arguments: list[ast.arg]) -> None:
         if any(_annotation(argument) in SOLR_TYPES for argument in arguments):
             self.found.append(self.where)
 
+    def callee(self, func: ast.expr) -> str:
+        """What ``func`` calls, qualified: an imported function or class, a module's function
+        (``admin.solr_health``), a function or method of this module (``self.``), a method of the
+        raw client; "" when unknown (a closure's, another object's)."""
+        if isinstance(func, ast.Name):
+            defined = f"{self.module}.{func.id}"
+            return self.imported.get(func.id, defined if func.id in self.defined else "")
+        if isinstance(func, ast.Attribute):
+            if self.type_of(func.value) in SOLR_TYPES:
+                return f"searchcrawl.index.solr_client.SolrIndex.{func.attr}"
+            if isinstance(func.value, ast.Name) and func.value.id == "self" and len(self.path) > 1:
+                return f"{self.module}.{self.path[0]}.{func.attr}"
+            owner = self.callee(func.value)
+            return f"{owner}.{func.attr}" if owner else ""
+        return ""
+
+    def may_take(self, callee: str) -> bool:
+        """Whether ``callee`` may be handed the raw client (see the rule's comment above)."""
+        named = {f"{module}.{where}" for module, where in (*RAW_CLIENT_PARAMETERS, *UNTRIMMED)}
+        if callee in named or callee.startswith("searchcrawl.index.solr_client.SolrIndex."):
+            return True
+        if callee.rpartition(".")[2] == TRIMMED_TYPE:
+            return True  # the door: who builds it is TRIMMED_BUILDERS' rule
+        return callee.startswith("searchcrawl.") and not callee.startswith(HANDED_ON)
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.defined = {
+            child.name for child in node.body if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         given = [*node.args, *(keyword.value for keyword in node.keywords)]
-        if isinstance(node.func, ast.Attribute):
-            given.append(node.func.value)  # a method of the raw client
         raw = [argument for argument in given if self.type_of(argument) in SOLR_TYPES]
-        if raw and not (isinstance(node.func, ast.Attribute) and node.func.attr == "search"):  # a query: _SolrQueries'
-            self.found.append(ast.unparse(node.func))
+        if raw:
+            callee = self.callee(node.func)
+            if ast.unparse(node.func).rpartition(".")[2] in RUNNERS:  # in_thread(function, client, ...): the function takes it
+                called = next((self.callee(argument) for argument in node.args if self.callee(argument)), "")
+                callee = called if called.startswith("searchcrawl.") else callee
+            if not self.may_take(callee):
+                self.found.append(f"{self.where}: {ast.unparse(node.func)}")
+        self.generic_visit(node)
+
+
+class _TrimmedBuilt(_Scopes):
+    """The functions that build a TrimmedIndex, the callers of the raw client's accessor, and the
+    readers of the web context's private client."""
+
+    def __init__(self, module: str, tree: ast.Module) -> None:
+        super().__init__(tree)
+        self.module = module
+        self.built: list[str] = []
+        self.accessed: list[str] = []
+        self.private: list[str] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = ast.unparse(node.func).rpartition(".")[2]
+        if name == TRIMMED_TYPE:
+            self.built.append(self.where)
+        elif name == OPERATOR_ACCESSOR:
+            self.accessed.append(self.where)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr == PRIVATE_CLIENT[1] and self.module != PRIVATE_CLIENT[0]:
+            self.private.append(self.where)
         self.generic_visit(node)
 
 
@@ -404,7 +514,7 @@ def _parsed(source: ast.Module | str) -> ast.Module:
 
 
 def solr_queries(module: str, source: ast.Module | str) -> set[tuple[str, str]]:
-    """The (module, function) pairs of ``source`` that call ``.search`` on a Solr client."""
+    """The (module, function) pairs of ``source`` that ask Solr without a searcher's trimming."""
     tree = _parsed(source)
     visitor = _SolrQueries(tree)
     visitor.visit(tree)
@@ -422,14 +532,27 @@ def trimming_named(module: str, source: ast.Module | str) -> bool:
 
 
 def raw_client_handed_on(module: str, source: ast.Module | str) -> set[tuple[str, str]]:
-    """The (module, callee) pairs of ``source`` that are handed the raw Solr client, and the
-    (module, function) pairs that take it as a parameter (in web/, commands/ and search/)."""
+    """The (module, "function: callee") pairs of ``source`` where the raw Solr client is handed to
+    code that may not take it, and the (module, function) pairs that take it as a parameter (in
+    web/, commands/ and search/)."""
     if not module.startswith(HANDED_ON):
         return set()
     tree = _parsed(source)
-    visitor = _RawClientHandedOn(tree)
+    visitor = _RawClientHandedOn(module, tree)
     visitor.visit(tree)
     return {(module, where) for where in visitor.found}
+
+
+def trimmed_built(module: str, source: ast.Module | str) -> dict[str, set[tuple[str, str]]]:
+    """The (module, function) pairs of ``source`` that build a TrimmedIndex (``built``), call the
+    raw client's accessor (``accessed``) and read the web context's private client (``private``)."""
+    tree = _parsed(source)
+    visitor = _TrimmedBuilt(module, tree)
+    visitor.visit(tree)
+    return {kind: {(module, where) for where in found} for kind, found in vars(visitor).items() if kind in KINDS}
+
+
+KINDS = ("built", "accessed", "private")
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:
@@ -437,16 +560,16 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
         yield module_name(path), tree_of(path)
 
 
+def _named_exactly(found: set[tuple[str, str]], named: dict[tuple[str, str], str], what: str, fix: str) -> None:
+    new = sorted(found - named.keys())
+    assert not new, f"{what} outside the named places ({fix}):\n" + "\n".join(f"  {module}: {where}" for module, where in new)
+    gone = sorted(named.keys() - found)
+    assert not gone, f"named but no longer {what} (remove them):\n" + "\n".join(f"  {module}: {where}" for module, where in gone)
+
+
 def test_only_the_searcher_and_the_named_operator_paths_query_solr() -> None:
     found = {pair for module, source in _sources() for pair in solr_queries(module, source)}
-    new = sorted(found - UNTRIMMED.keys())
-    assert not new, "Solr asked outside search/searcher.py (hand the code a TrimmedIndex, or name an operator's path):\n" + (
-        "\n".join(f"  {module}: {where}" for module, where in new)
-    )
-    gone = sorted(UNTRIMMED.keys() - found)
-    assert not gone, "named in UNTRIMMED but no longer asking Solr (remove them):\n" + "\n".join(
-        f"  {module}: {where}" for module, where in gone
-    )
+    _named_exactly(found, UNTRIMMED, "Solr asked untrimmed", "hand the code a TrimmedIndex, or name an operator's path")
 
 
 def test_only_the_searcher_builds_the_trimming() -> None:
@@ -456,16 +579,23 @@ def test_only_the_searcher_builds_the_trimming() -> None:
 
 def test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query() -> None:
     found = {pair for module, source in _sources() for pair in raw_client_handed_on(module, source)}
-    named = RAW_CLIENT_TAKERS.keys() | RAW_CLIENT_PARAMETERS.keys()
-    new = sorted(found - named)
-    assert not new, "the raw Solr client handed on (a searcher's query takes a TrimmedIndex):\n" + "\n".join(
-        f"  {module}: {where}" for module, where in new
+    taking = {pair for pair in found if ": " not in pair[1]}
+    handed = sorted(found - taking)
+    assert not handed, "the raw Solr client handed on (a searcher's query takes the searcher's index):\n" + "\n".join(
+        f"  {module}: {where}" for module, where in handed
     )
-    gone = sorted(named - found)
-    assert not gone, (
-        "named in RAW_CLIENT_TAKERS or RAW_CLIENT_PARAMETERS but no longer handed the client (remove them):\n"
-        + "\n".join(f"  {module}: {where}" for module, where in gone)
-    )
+    # a function that asks Solr untrimmed takes the client, named once, in UNTRIMMED
+    _named_exactly(taking - UNTRIMMED.keys(), RAW_CLIENT_PARAMETERS, "taking the raw client", "take the searcher's index")
+
+
+def test_the_searchers_index_is_built_where_the_searcher_is_known_and_the_raw_client_kept_for_operators() -> None:
+    found: dict[str, set[tuple[str, str]]] = {kind: set() for kind in KINDS}
+    for module, source in _sources():
+        for kind, pairs in trimmed_built(module, source).items():
+            found[kind] |= pairs
+    _named_exactly(found["built"], TRIMMED_BUILDERS, "building a TrimmedIndex", "take the searcher's index: Searcher.index")
+    _named_exactly(found["accessed"], OPERATOR_SOLR_CALLERS, "getting the raw client", "a searcher's view takes Searcher.index")
+    assert not found["private"], f"the web context's client read outside web/context.py: {sorted(found['private'])}"
 
 
 RAW_CALLS = """
@@ -502,16 +632,99 @@ def boosted(client: Any, query, params):
 def test_the_searchers_rule_finds_a_raw_call_a_raw_client_handed_on_and_the_trimming_built() -> None:
     module = "searchcrawl.web.page"
     assert solr_queries(module, RAW_CALLS) == {(module, "Page.count"), (module, "spelled"), (module, "boosted")}
-    assert raw_client_handed_on(module, RAW_CALLS) == {(module, "run_search")}
+    assert raw_client_handed_on(module, RAW_CALLS) == {(module, "Page.page: run_search")}
     assert not trimming_named(module, RAW_CALLS)
     assert trimming_named(module, "from searchcrawl.access.decision import solr_trimming\n")
     assert trimming_named(module, "import searchcrawl.access.decision as d\nfilters = d.solr_trimming(p)\n")
     taking = "def count(index: SolrIndex) -> int:\n    return index.document_count()\n"
-    assert raw_client_handed_on(module, taking) == {(module, "count"), (module, "index.document_count")}
+    assert raw_client_handed_on(module, taking) == {(module, "count")}  # taken; its own method: checked where defined
     # a view handed the web context hands on its client as ctx.solr: found as well
     view = "async def search(ctx: WebContext, request: Request) -> Response:\n    return run_search(ctx.solr, query)\n"
     assert raw_client_handed_on("searchcrawl.web.views.search_views", view) == {
-        ("searchcrawl.web.views.search_views", "run_search")
+        ("searchcrawl.web.views.search_views", "search: run_search")
     }
     asked = "def count(ctx: WebContext) -> int:\n    return ctx.solr.search('*:*', rows=0).hits\n"
     assert solr_queries(module, asked) == {(module, "count")}
+
+
+ALIASED = """
+from functools import partial
+from searchcrawl.search.search_run import run_search
+
+async def search(ctx: WebContext, request: Request) -> Response:
+    s = ctx.operator_solr()
+    return s.search(request.query_params["q"])
+
+async def aliased(ctx: WebContext, request: Request) -> Response:
+    s = ctx._solr
+    t = s
+    return t.search(request.query_params["q"])
+
+async def through(ctx: WebContext, request: Request) -> Response:
+    client = getattr(ctx, "solr")
+    return await in_thread(run_search, client, request.query_params["q"])
+
+async def bound(ctx: WebContext, request: Request) -> Response:
+    ask = partial(run_search, ctx.solr if ctx else None)
+    return ask(request.query_params["q"])
+
+def raw(index: SolrIndex, q: str) -> Any:
+    return index.request("GET", f"select?q={q}&wt=json")
+
+def handler(index: SolrIndex, q: str) -> Any:
+    path = "/get?id=" + q
+    return index.request("GET", path)
+
+def bare(client, q):
+    return client.request("GET", "select", {"q": q})
+"""
+
+PASSING = """
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.web import admin
+from searchcrawl.search.answer_explanation import explain_answer as lines
+
+async def search(ctx: WebContext, request: Request) -> Response:
+    searcher = await who_searches(ctx, request)
+    return await in_thread(run_search, searcher.index, request.query_params["q"])
+
+def readable(index: TrimmedIndex, text: str) -> int:
+    return index.search(text, {"rows": 0}).hits
+
+async def overview(ctx: WebContext, request: Request) -> Response:
+    untrimmed = ctx.operator_solr()
+    health = admin.solr_health(untrimmed)
+    return await in_thread(lines, untrimmed, health, request)
+
+def words(field: str) -> str:
+    \"\"\"Asks Solr's /select handler (a docstring: words, not a request).\"\"\"
+    return "query" if field == "q" else "select the best " + field
+
+def form() -> dict[str, str]:
+    return {"name": "query", "method": "get", "route": "/suggest"}
+"""
+
+
+def test_the_searchers_rule_is_a_type_check_an_alias_or_a_raw_request_fails_it() -> None:
+    """The rule's own cases: the raw client reached through any local name (an alias, the
+    accessor, ``getattr``, a conditional), a raw request of Solr's read handlers, each found; a
+    searcher's index, an operator's path named, words that only look like Solr's, passed."""
+    module = "searchcrawl.web.views.search_views"
+    asked = {where for _module, where in solr_queries(module, ALIASED)}
+    assert asked == {"search", "aliased", "raw", "handler", "bare"}
+    handed = {where for _module, where in raw_client_handed_on(module, ALIASED)}
+    assert handed == {"through: in_thread", "bound: partial", "raw", "handler"}  # raw, handler: take the client
+    built = trimmed_built(module, ALIASED)
+    assert built == {"built": set(), "accessed": {(module, "search")}, "private": {(module, "aliased")}}
+    # a raw request of Solr anywhere in searchcrawl, not only in web/, search/ and commands/
+    outside = "def ready(url, index):\n    return index.request('GET', 'select?q=*:*') or get_json(f'{url}/select?rows=0')\n"
+    assert solr_queries("searchcrawl.ops.health", outside) == {("searchcrawl.ops.health", "ready")}
+    assert solr_queries(module, PASSING) == set() and raw_client_handed_on(module, PASSING) == set()
+    assert trimmed_built(module, PASSING)["accessed"] == {(module, "overview")}
+    door = "def searcher(self, principals):\n    return Searcher(TrimmedIndex(self._solr, principals))\n"
+    assert trimmed_built("searchcrawl.web.context", door) == {
+        "built": {("searchcrawl.web.context", "searcher")},
+        "accessed": set(),
+        "private": set(),
+    }
+    assert trimmed_built(module, door)["private"] == {(module, "searcher")}  # a view reading the context's client

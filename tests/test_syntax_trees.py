@@ -30,6 +30,7 @@ READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
     architecture.test_only_the_searcher_and_the_named_operator_paths_query_solr,
     architecture.test_only_the_searcher_builds_the_trimming,
     architecture.test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query,
+    architecture.test_the_searchers_index_is_built_where_the_searcher_is_known_and_the_raw_client_kept_for_operators,
     one_writer.test_the_frontier_and_the_redirects_are_written_by_their_owner_alone,
     one_writer.test_only_the_ledger_applies_a_urls_state_changes,
     one_writer.test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger,

@@ -16,15 +16,13 @@ import subprocess
 
 from scrapy.commands import ScrapyCommand
 
-from searchcrawl.access.decision import Principals
 from searchcrawl.commands import hint_program
-from searchcrawl.commands.search import format_hits, search
+from searchcrawl.commands.search import format_hits, search, searcher_index
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.launchers import scrapy_command
 from searchcrawl.search.query import matching
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system import paths
 
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -65,7 +63,7 @@ class Command(ScrapyCommand):
         if crawl.returncode != 0:
             self.exitcode = crawl.returncode
             return
-        index = TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous())  # the example site is public
+        index = searcher_index(self.settings, None, SolrIndex(solr_url, timeout=30))  # the example site is public
         for query in QUERIES:
             page = search(index, query, rows=3)  # `scrapy search`'s: the search page's run_search
             print(f"\n$ {program} search {query!r}\n{matching(page.total)}")

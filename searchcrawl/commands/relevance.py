@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.commands.search import principals_of, rules_of
+from searchcrawl.commands.search import rules_of, searcher_index
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.search.click_judgments import judged_from_clicks, qrels_text, queries_text
@@ -54,7 +53,6 @@ from searchcrawl.search.evaluation import (
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.searches import Period, Searches
 from searchcrawl.system import paths
@@ -159,12 +157,9 @@ class Command(ScrapyCommand):
             self.write_click_set(folder, opts.days, opts.min_searches)
             return
         source, queries, judgments, saved = judged_inputs(args, opts)
-        principals = principals_of(self.settings, opts.user)
-        if principals.error:
-            print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         url = paths.solr_url(self.settings)
-        solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))
-        index = TrimmedIndex(solr, principals)
+        solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))  # and the passages' counts
+        index = searcher_index(self.settings, opts.user, solr)
         rules = rules_of(paths.db_url(self.settings))
         semantic = semantic_search(
             self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",

@@ -103,6 +103,21 @@ def principals_of(settings: BaseSettings, user: str | None) -> Principals:
     return directory.principals(user)
 
 
+def searcher_index(settings: BaseSettings, user: str | None, solr: SolrIndex | None = None) -> TrimmedIndex:
+    """The index as the command's searcher may read it, bound once where the searcher is known:
+    the public's without ``user`` (``--as USER``), else ``user``'s principals from the directory
+    (public documents only, said on stderr, when it cannot give them); through ``solr``, or a
+    client of SOLR_URL (one URL, or a collection's URLs on several nodes, comma-separated). The
+    commands that search (search, relevance, demo) get their index here, never choosing
+    principals themselves."""
+    principals = principals_of(settings, user)
+    if principals.error:
+        print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
+    if solr is None:
+        solr = SolrIndex(paths.solr_url(settings), timeout=30, auth=paths.solr_auth(settings))
+    return TrimmedIndex(solr, principals)
+
+
 class Command(ScrapyCommand):
     requires_project = False
     default_settings = {"LOG_ENABLED": False}
@@ -126,12 +141,9 @@ class Command(ScrapyCommand):
             raise UsageError("a query is needed")
         assert self.settings is not None
         url = paths.solr_url(self.settings)
-        principals = principals_of(self.settings, opts.user)
-        if principals.error:
-            print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         # SOLR_URL: one URL, or a collection's URLs on several nodes, comma-separated
         solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))
-        index = TrimmedIndex(solr, principals)
+        index = searcher_index(self.settings, opts.user, solr)
         semantic = semantic_search(
             self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
             self.settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",

@@ -8,8 +8,11 @@ request itself: its filters before the caller's, its parameters (the principals,
 queries, macros off) after the caller's, so that no parameter a caller sets can replace them.
 There is no parameter to leave it out. The code that builds a searcher's query (query.py,
 spelling.py, suggestions.py, why.py, the search page) is handed a ``TrimmedIndex``, never the
-raw Solr client, and nothing else in searchcrawl sends a searcher's query to Solr: the rule
-"The Searcher trims" of tests/test_architecture.py reads it from the syntax tree, and names the
+raw Solr client, and nothing else in searchcrawl sends a searcher's query to Solr. It is built
+once where the searcher is known (the web context's ``searcher``, carried by the request's
+Searcher; a command's ``searcher_index`` from ``--as USER``), and views and commands are given
+it alone. The rule "The Searcher trims" of tests/test_architecture.py reads it from the syntax
+tree as a small type check (an alias of the raw client is the raw client), and names the
 operators' untrimmed paths (Solr's health and the document count, the sources in the index,
 explain-access, the id migration, the managed resources' sync) with a reason each. Datasette's
 model: one permission question every view asks, its filter built once.

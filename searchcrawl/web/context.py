@@ -5,7 +5,14 @@ views/analytics_views.py, views/token_views.py). It holds the configuration, the
 searchers' sessions and login throttles, the templates, the Solr client, the database (opened at
 its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query
 analytics' writer, Solr's and Tika's health and the metrics' registry; and the search side the
-search page and the JSON API share (completions, the query log, the hits' links)."""
+search page and the JSON API share (completions, the query log, the hits' links).
+
+Solr is reached two ways, and only these (tests/test_architecture.py, "The Searcher trims"): a
+searcher's index (``searcher``: a TrimmedIndex bound to the principals of the one who searches,
+built once a request where they are known, web/shared.py ``who_searches`` and the JSON API's
+token check), the only thing a searcher's view is given; and the raw client, which no view
+reads as an attribute, handed by ``operator_solr`` to the operators' untrimmed paths alone (the
+administration's Solr health, explain-access, explain-answer's untrimmed view)."""
 
 from __future__ import annotations
 
@@ -60,7 +67,7 @@ from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
 from searchcrawl.web.sign_on.saml import SamlClient, SamlConfig
-from searchcrawl.web.sign_on.searchers import Proxies
+from searchcrawl.web.sign_on.searchers import Proxies, Searcher
 from searchcrawl.web.sign_on.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.source_editor import TestCrawls
 
@@ -102,6 +109,14 @@ def page_templates() -> Environment:
         event_label=event_label,
     )
     return templates
+
+
+def here(request: Request, code: int) -> str:
+    """The page the language selector leads back to: a page shown (GET, 200) with its query; a
+    refusal or a form's answer by its path alone (a refused link's target is never echoed)."""
+    if request.method == "GET" and code == 200 and request.url.query:
+        return f"{request.url.path}?{request.url.query}"
+    return request.url.path
 
 
 @dataclass
@@ -249,10 +264,11 @@ class WebContext:
             cached_link=self.cached_link,
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
-        self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # (private: a view gets a searcher's index, ``searcher``; an operator's path, ``operator_solr``)
+        self._solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
         # semantic search (search/hybrid.py): a model of the wrong dimension is refused here, at start
         self.semantic = semantic_search(
-            self.config.embeddings, self.config.embeddings_previous, self.solr, self.config.embed_timeout
+            self.config.embeddings, self.config.embeddings_previous, self._solr, self.config.embed_timeout
         )
         # the JSON API's token checks (api.py): bounded, each verdict kept a while; the database
         # is opened in the check's own thread, never on the event loop
@@ -317,7 +333,20 @@ class WebContext:
         with self._sync_lock:
             store = RelevanceStore(self._rules_database())
             synonyms = ranking_rules.synonym_map(terms for _id, terms in store.synonyms())
-            return managed.sync(self.solr, synonyms, store.stopwords())
+            return managed.sync(self._solr, synonyms, store.stopwords())
+
+    def searcher(self, principals: Principals, known_by: str = "anonymous", csrf: str = "") -> Searcher:
+        """The searcher of one request and the index as they may read it: the one place the web
+        application binds principals to Solr (a TrimmedIndex), called where the searcher is known
+        (web/shared.py ``who_searches``, the JSON API's and the agent endpoint's token check), once
+        a request; a view searches through the Searcher's ``index`` alone."""
+        return Searcher(TrimmedIndex(self._solr, principals), known_by, csrf)
+
+    def operator_solr(self) -> SolrIndex:
+        """The raw Solr client, untrimmed: for the operators' paths alone (the administration's
+        Solr health, explain-access, explain-answer's untrimmed view), each named, with its reason,
+        by tests/test_architecture.py's OPERATOR_SOLR_CALLERS; a searcher's query never gets it."""
+        return self._solr
 
     @property
     def health(self) -> HealthCheck:
@@ -378,18 +407,10 @@ class WebContext:
             saml_name=translations.translated(self.config.saml.name) if self.config.saml is not None else "",
             kerberos_name=translations.translated(self.config.kerberos.name) if self.config.kerberos is not None else "",
             password_signin=self.config.directory is not None,
-            here=self.here(request, code),
+            here=here(request, code),
             **context,
         )
         return HTMLResponse(html, status_code=code)
-
-    @staticmethod
-    def here(request: Request, code: int) -> str:
-        """The page the language selector leads back to: a page shown (GET, 200) with its query; a
-        refusal or a form's answer by its path alone (a refused link's target is never echoed)."""
-        if request.method == "GET" and code == 200 and request.url.query:
-            return f"{request.url.path}?{request.url.query}"
-        return request.url.path
 
     def url(self, path: str) -> str:
         return self.config.prefix + path
@@ -409,13 +430,13 @@ class WebContext:
     def answer(
         self,
         question: str,
-        principals: Principals,
+        index: TrimmedIndex,
         filters: list[str],
         params: dict[str, Any],
         ask_model: bool = True,
         semantic: SemanticSearch | None = None,
     ) -> Answer | None:
-        """The answer to ``question`` from what ``principals`` may read: with ``ask_model`` and a
+        """The answer to ``question`` from what the searcher of ``index`` may read: with ``ask_model`` and a
         model server, the model's (search/answers.py), its prompt led by the extractive answer
         when that is on; else the extractive answer alone (search/extractive.py); None when what
         is asked is off, or the model (without an extract to show instead) or Solr failed (logged
@@ -425,7 +446,7 @@ class WebContext:
         semantic = semantic or self.semantic
         if semantic is None or not question.strip():
             return None
-        index, model = TrimmedIndex(self.solr, principals), semantic.active()
+        model = semantic.active()
         config = self.config.answers if ask_model else None
         if config is None:
             if self.config.extractive is None:
@@ -456,8 +477,8 @@ class WebContext:
         finally:
             self.answer_slots.release()
 
-    def completions(self, text: str, principals: Principals) -> list[suggestions.Suggestion]:
-        """The completions of ``text`` that ``principals`` may see (suggestions.py): readable
+    def completions(self, text: str, index: TrimmedIndex) -> list[suggestions.Suggestion]:
+        """The completions of ``text`` that the searcher of ``index`` may see (suggestions.py): readable
         titles, and past queries (the query log's) that find a readable document; the search
         box's (/suggest) and the JSON API's alike. Raises IndexingError when Solr fails."""
         prefix = suggestions.clean(text, suggestions.MAX_PREFIX_CHARS)
@@ -468,7 +489,7 @@ class WebContext:
         except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
             logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
             candidates = []
-        return suggestions.suggest(TrimmedIndex(self.solr, principals), prefix, candidates)
+        return suggestions.suggest(index, prefix, candidates)
 
     def query_candidates(self, prefix: str) -> list[str]:
         """Past queries that found documents and begin with ``prefix``, most frequent first (the
@@ -494,11 +515,6 @@ class WebContext:
             # the first page's hits only: its clicks are what click judgments read
             shown=(page.first, [hit.url for hit in page.hits]) if query.page == 1 else (1, ()),
         )
-
-    def click_link(self, search_id: str, position: int, url: str) -> str:
-        """The link of the hit at rank ``position`` of search ``search_id`` (``record_search``'s
-        id): through ``/click`` while analytics is on, else ``url`` itself (the JSON API's too)."""
-        return self.hit_link(search_id)(position, url)
 
     def hit_link(self, search_id: str) -> Callable[[int, str], str]:
         """A hit's link on a result page: through ``/click`` (its rank recorded, then redirected)

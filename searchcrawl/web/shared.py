@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
     from searchcrawl.search.hybrid import SemanticSearch
     from searchcrawl.search.search_request import SearchRequest
+    from searchcrawl.search.searcher import TrimmedIndex
     from searchcrawl.web.context import WebConfig, WebContext
 
 logger = logging.getLogger(__name__)
@@ -76,12 +77,12 @@ async def who_searches(ctx: WebContext, request: Request) -> Searcher:
         if session is not None:
             user, known_by, csrf = session.user, "session", session.csrf
     if user is None:
-        return Searcher(Principals.anonymous())
+        return ctx.searcher(Principals.anonymous())
     principals = await session_principals(ctx, session) if session is not None else await searcher_principals(ctx, user)
     if principals.error:
         logger.warning("Search by %s: public documents only: %s", user, principals.error)
     logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
-    return Searcher(principals, known_by, csrf)
+    return ctx.searcher(principals, known_by, csrf)
 
 
 def session_principals_from_provider(ctx: WebContext, kind: str) -> bool:
@@ -270,7 +271,7 @@ async def answer_of(
     ctx: WebContext,
     request: Request,
     query: SearchRequest,
-    principals: Principals,
+    index: TrimmedIndex,
     unasked: bool = False,
     semantic: SemanticSearch | None = None,
 ) -> Answer | None:
@@ -284,8 +285,8 @@ async def answer_of(
         return None
     filters, params = query.solr_filters()
     if request.query_params.get("answer") == "1":
-        return await in_thread(ctx.answer, query.q, principals, filters, params, True, semantic)
+        return await in_thread(ctx.answer, query.q, index, filters, params, True, semantic)
     if not unasked or query.page > 1 or not is_question(query.q):
         return None
-    found = await in_thread(ctx.answer, query.q, principals, filters, params, False, semantic)
+    found = await in_thread(ctx.answer, query.q, index, filters, params, False, semantic)
     return found if found is not None and found.extract is not None else None

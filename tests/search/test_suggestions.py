@@ -205,7 +205,7 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
     app = create_app(unit_config(tmp_path, user_header="X-Remote-User", proxies=("127.0.0.1",)))
     web = TestClient(app, base_url="http://127.0.0.1")
     solr = FakeSolr(["Harbour master's log"])
-    app.state.web.solr = solr  # type: ignore[attr-defined]
+    app.state.web._solr = solr  # type: ignore[attr-defined]
     answer = web.get("/suggest", params={"q": "  harb\x00"})
     assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
     assert answer.json() == {"q": "harb ", "suggestions": [{"text": "Harbour master's log", "kind": "title"}]}
@@ -237,7 +237,7 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
 
     app.state.web.query_candidates = broken_log  # type: ignore[attr-defined]
     assert web.get("/suggest", params={"q": "harb"}).json()["suggestions"] == [{"text": "Harbour master's log", "kind": "title"}]
-    app.state.web.solr = Down()  # type: ignore[attr-defined]
+    app.state.web._solr = Down()  # type: ignore[attr-defined]
     failed = web.get("/suggest", params={"q": "harb"})
     assert failed.status_code == 503 and failed.json() == {"q": "harb", "suggestions": []}
 
@@ -245,7 +245,7 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
 def test_suggestions_off_no_script_and_no_answer(tmp_path: Path) -> None:
     app = create_app(unit_config(tmp_path, suggestions=False))
     web = TestClient(app, base_url="http://127.0.0.1")
-    app.state.web.solr = solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
+    app.state.web._solr = solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
     page = web.get("/")
     assert "<script" not in page.text and "data-suggest" not in page.text
     assert page.headers.get_list("content-security-policy") == [SECURITY_HEADERS["content-security-policy"]]
@@ -255,7 +255,7 @@ def test_suggestions_off_no_script_and_no_answer(tmp_path: Path) -> None:
 def test_behind_a_reverse_proxy_the_script_asks_under_the_prefix(tmp_path: Path) -> None:
     app = create_app(unit_config(tmp_path, prefix="/search"))
     web = TestClient(app, base_url="http://127.0.0.1")
-    app.state.web.solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
+    app.state.web._solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
     page = web.get("/search/")
     assert 'data-suggest="/search/suggest"' in page.text and 'src="/search/static/suggest.js"' in page.text
     assert web.get("/search/suggest", params={"q": "h"}).json()["suggestions"] == [{"text": "Harbour", "kind": "title"}]

@@ -321,7 +321,7 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     config = unit_config(tmp_path, analytics_days=90)
     app = create_app(config)
     with TestClient(app, base_url="http://127.0.0.1") as web:  # the lifespan starts the writer
-        app.state.web.solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
+        app.state.web._solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
         page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
         links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
         assert len(links) == 3 and all(link.startswith("/click?") for link in links)
@@ -334,7 +334,7 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
         assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
         again = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)  # replayed: followed, not counted
         assert again.status_code == 303 and again.headers["location"] == "https://h.example/1"
-        assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1").startswith(
+        assert app.state.web.hit_link(clicked["s"][0])(12, "https://h.example/1").startswith(
             links[1].replace("&amp;", "&").partition("&t=")[0]
         )
         forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
@@ -399,7 +399,7 @@ def test_migrating_the_database_is_tried_once_a_process(tmp_path: Path, monkeypa
 
 def test_hits_link_straight_to_their_documents_when_analytics_is_off(tmp_path: Path) -> None:
     app = create_app(unit_config(tmp_path))  # analytics_days 0: WebConfig's default
-    app.state.web.solr = AskedSolr(answer(3, DOCS))
+    app.state.web._solr = AskedSolr(answer(3, DOCS))
     page = TestClient(app, base_url="http://127.0.0.1").get("/", params={"q": "harbour"})
     assert re.findall(r'<h2><a href="([^"]*)"', page.text) == [doc["url"] for doc in DOCS]
     assert not (tmp_path / "documents.sqlite3").exists()  # the search page opened no database
@@ -415,7 +415,7 @@ def test_searches_are_answered_while_the_writer_waits_on_the_database(tmp_path: 
     web.analytics.close()
     web.analytics = Analytics(lambda: store, days=90)  # type: ignore[arg-type,return-value]
     web.analytics.start()
-    web.solr = AskedSolr(*(answer(3, DOCS) for _ in range(20)))
+    web._solr = AskedSolr(*(answer(3, DOCS) for _ in range(20)))
     client = TestClient(app, base_url="http://127.0.0.1")
     for number in range(20):
         page = client.get("/", params={"q": f"harbour {number}"})

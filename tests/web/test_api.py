@@ -20,6 +20,7 @@ from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules
 from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.search_request import MAX_PAGE
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import Suggestion
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens, TokenCheck
@@ -81,10 +82,10 @@ def app(tmp_path: Path) -> SimpleNamespace:
     config = unit_config(tmp_path, directory=FakeDirectory(), api_origins=("https://portal.example",))
     application = create_app(config)
     solr = FakeSolr()
-    application.state.web.solr = solr
+    application.state.web._solr = solr
     # these tests read the search's own request to Solr: no suggestions asked beside it
     # (test_the_api_suggests_from_the_index_under_the_tokens_trimming asks them)
-    application.state.web.completions = lambda text, principals: []
+    application.state.web.completions = lambda text, index: []
     tokens = ApiTokens(Database(config.db_url))
     _id, public = tokens.create("portal")
     _id, acting = tokens.create("intranet", on_behalf=True)
@@ -205,8 +206,8 @@ def test_the_api_gives_the_search_boxs_suggestions_trimmed_and_never_breaks_for_
     searcher (a named user's when it may act for users); a failure costs the search nothing."""
     seen: list[Principals] = []
 
-    def completions(text: str, principals: Principals) -> list[Suggestion]:
-        seen.append(principals)
+    def completions(text: str, index: TrimmedIndex) -> list[Suggestion]:
+        seen.append(index.principals)
         return [Suggestion(text + "boat", "title")]
 
     app.web.completions = completions
@@ -218,7 +219,7 @@ def test_the_api_gives_the_search_boxs_suggestions_trimmed_and_never_breaks_for_
     assert app.client.get("/api/suggest", params={"q": "tug"}).status_code == 401  # a token, as for searches
     assert app.client.get("/api/suggest", params={"q": "tug", "user": "alice"}, headers=auth(app.public)).status_code == 403
 
-    def broken(text: str, principals: Principals) -> list[Suggestion]:
+    def broken(text: str, index: TrimmedIndex) -> list[Suggestion]:
         raise RuntimeError("down")
 
     app.web.completions = broken
@@ -336,7 +337,7 @@ def test_the_search_box_script_may_be_loaded_by_a_portal_of_another_origin(app: 
 def test_the_api_under_a_prefix(tmp_path: Path) -> None:
     config = unit_config(tmp_path, prefix="/search")
     application = create_app(config)
-    application.state.web.solr = FakeSolr()
+    application.state.web._solr = FakeSolr()
     _id, token = ApiTokens(Database(config.db_url)).create("portal")
     client = TestClient(application, base_url="http://127.0.0.1")
     assert client.get("/search/api/search", params={"q": "a"}, headers=auth(token)).json()["total"] == 1
@@ -368,7 +369,7 @@ def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path
     """Query analytics counts the JSON API's searches too (client "api"), and never its token."""
     config = unit_config(tmp_path, analytics_days=90)
     application = create_app(config)
-    application.state.web.solr = FakeSolr()
+    application.state.web._solr = FakeSolr()
     _id, token = ApiTokens(Database(config.db_url)).create("portal")
     with TestClient(application, base_url="http://127.0.0.1") as client:  # the lifespan starts the writer
         assert client.get("/api/search", params={"q": "Tugboat  Crew"}, headers=auth(token)).status_code == 200
@@ -555,8 +556,8 @@ def test_a_token_over_its_rate_is_answered_429_with_retry_after_and_cors(tmp_pat
     config = unit_config(tmp_path, api_origins=("https://portal.example",), api_rate=60, api_burst=2)
     application = create_app(config)
     solr = FakeSolr()
-    application.state.web.solr = solr
-    application.state.web.completions = lambda text, principals: []
+    application.state.web._solr = solr
+    application.state.web.completions = lambda text, index: []
     tokens = ApiTokens(Database(config.db_url))
     _id, first = tokens.create("portal")
     _id, second = tokens.create("other portal")
@@ -585,8 +586,8 @@ def test_metrics_count_the_apis_refusals_by_reason(tmp_path: Path) -> None:
 
     config = unit_config(tmp_path, api_rate=60, api_burst=1, metrics=True, metrics_token="metrics-token-r1")
     application = create_app(config)
-    application.state.web.solr = FakeSolr()
-    application.state.web.completions = lambda text, principals: []
+    application.state.web._solr = FakeSolr()
+    application.state.web.completions = lambda text, index: []
     _id, token = ApiTokens(Database(config.db_url)).create("portal")
     client = TestClient(application, base_url="http://127.0.0.1")
     codes = [client.get("/api/search", params={"q": "a"}, headers=auth(token)).status_code for _ in range(3)]

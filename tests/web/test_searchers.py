@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 from scrapy.exceptions import UsageError
+from scrapy.settings import Settings
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
+from searchcrawl.commands.search import searcher_index
 from searchcrawl.commands.web import trusted_proxies, user_header
+from searchcrawl.index.solr_client import SolrIndex
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.app import create_app
 from searchcrawl.web.shared import SEARCHER_COOKIE, SESSION_COOKIE, who_searches
 from searchcrawl.web.sign_on.searchers import Proxies, header_user
@@ -339,3 +343,27 @@ def test_a_sign_in_leads_back_to_the_search_it_came_from(web: TestClient, back: 
 def test_the_search_pages_sign_in_link_carries_the_search(web: TestClient) -> None:
     page = web.get("/", params={"q": "harbour", "type": "text/html"}).text
     assert 'href="/login?back=%3Fq%3Dharbour%26type%3Dtext%252Fhtml"' in page
+
+
+def test_a_view_gets_the_searchers_index_bound_once_and_no_raw_client(tmp_path: Path) -> None:
+    """Issue 95: the request's Searcher carries its TrimmedIndex, bound to its principals where the
+    searcher is known (who_searches); the context a view gets has no raw client as an attribute,
+    only the operators' accessor."""
+    web = web_client(tmp_path, None, PROXY, user_header=HEADER, proxies=(PROXY,))
+    ctx = web.app.state.web  # type: ignore[attr-defined]
+    searcher = asyncio.run(who_searches(ctx, _request(web, {HEADER: "alice"})))
+    assert isinstance(searcher.index, TrimmedIndex) and searcher.index.principals is searcher.principals
+    assert searcher.principals.tokens == {"public", "user:alice"} and searcher.known_by == "header"
+    visitor = asyncio.run(who_searches(ctx, _request(web, {})))
+    assert visitor.index.principals.tokens == {"public"} and visitor.user is None
+    assert not hasattr(ctx, "solr") and isinstance(ctx.operator_solr(), SolrIndex)
+
+
+def test_a_command_gets_the_searchers_index_from_as_user() -> None:
+    """`scrapy search`, `relevance` and `demo` get their index from ``searcher_index``: the public's
+    without ``--as``; a user without a directory to ask is a usage error, never the public's."""
+    solr = SolrIndex("http://127.0.0.1:1/solr/docs")
+    index = searcher_index(Settings(), None, solr)
+    assert isinstance(index, TrimmedIndex) and index.principals.tokens == {"public"} and index.principals.user is None
+    with pytest.raises(UsageError, match="SEARCHCRAWL_LDAP_URL"):
+        searcher_index(Settings(), "alice", solr)

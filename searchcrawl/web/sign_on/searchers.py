@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.search.searcher import TrimmedIndex
 
 MAX_USER_CHARS = 256
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")
@@ -63,12 +64,18 @@ def header_user(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Searcher:
-    """The searcher of one request: principals (``user`` None: not signed in), how they are known
-    (``session``, ``header`` or ``anonymous``), and the session's CSRF token for the sign-out."""
+    """The searcher of one request: the index as they may read it (``index``, its principals bound
+    once where the searcher is known: WebContext.searcher; ``user`` None: not signed in), how they
+    are known (``session``, ``header``, ``token`` or ``anonymous``), and the session's CSRF token for
+    the sign-out. A view searches through ``index`` alone: it never chooses principals itself."""
 
-    principals: Principals
+    index: TrimmedIndex
     known_by: str = "anonymous"
     csrf: str = ""
+
+    @property
+    def principals(self) -> Principals:
+        return self.index.principals
 
     @property
     def user(self) -> str | None:

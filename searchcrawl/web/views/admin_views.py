@@ -70,7 +70,12 @@ async def overview(ctx: WebContext, request: Request) -> Response:
             datetime.now().astimezone(),
             ctx.config.stale_after,
         )
-        return {"sources": rows, "solr": admin.solr_health(ctx.solr), "stalls": ctx.stalls(names), "now": datetime.now(UTC)}
+        return {
+            "sources": rows,
+            "solr": admin.solr_health(ctx.operator_solr()),
+            "stalls": ctx.stalls(names),
+            "now": datetime.now(UTC),
+        }
 
     return ctx.render(request, "overview.html", **await in_thread(gather), flash=flash(ctx, request))
 
@@ -183,7 +188,8 @@ async def explain_access(ctx: WebContext, request: Request) -> Response:
         ok, text = False, _("Give a user name and %(wanted)s.", wanted=_(URL_WANTED))
     else:
         ok, text = await in_limited_thread(
-            ctx.directory_threads, lambda: admin.explain_access(ctx.config.directory, ctx.solr, ctx.database, user, url)
+            ctx.directory_threads,
+            lambda: admin.explain_access(ctx.config.directory, ctx.operator_solr(), ctx.database, user, url),
         )
     logger.info("Web administration: explain-access %s %s", user, url)
     return ctx.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
@@ -211,7 +217,8 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
     else:
         principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
         try:
-            explained = await in_thread(explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, *chosen)
+            untrimmed = ctx.operator_solr()  # the withheld passages too: an administrator's view
+            explained = await in_thread(explain_answer_lines, untrimmed, ctx.semantic.active(), principals, question, *chosen)
             ok, text = not explained.failed, "\n".join(explained.lines)
         except IndexingError as exc:
             ok, text = False, _("Solr did not answer: %(reason)s", reason=exc.reason)

@@ -39,23 +39,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.cached_copy import by_url, cached_copy
 from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.search_request import SearchRequest
 from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import in_thread
+from searchcrawl.web.sign_on.searchers import Searcher
 from searchcrawl.web.views.api_views import api_caller
 
 FETCH_CHARS = 20_000
 MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a length, or chunked, is refused)
 MAX_ROWS = 50
-CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (principals, token name, user)
+CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (searcher, token name, user)
 logger = logging.getLogger(__name__)
 # the SDK's two lines at INFO of every request, by logger: how each begins ("Processing request of
 # type CallToolRequest" and, the transport being stateless, "Terminating session: None"); their other
@@ -93,7 +92,7 @@ def sdk_lines_at_debug() -> None:
 
 class AgentCallerCheck:
     """The API's caller check before the protocol: a refusal is answered here; an accepted
-    caller's principals go with the request's scope to the tools."""
+    caller's searcher (its index bound once, by api_caller) goes with the request's scope to the tools."""
 
     def __init__(self, ctx: WebContext, app: ASGIApp) -> None:
         self.ctx, self.app = ctx, app
@@ -113,13 +112,13 @@ class AgentCallerCheck:
         if isinstance(caller, Response):
             await caller(scope, receive, send)
             return
-        _cors, principals, token_name, user = caller
-        scope[CALLER] = (principals, token_name, user)
+        _cors, searcher, token_name, user = caller
+        scope[CALLER] = (searcher, token_name, user)
         await self.app(scope, receive, send)
 
 
-def _caller(context: Context[Any, Any, Any]) -> tuple[Principals, str, str | None]:
-    """The checked caller (AgentCallerCheck put it in the request's scope): its principals, its
+def _caller(context: Context[Any, Any, Any]) -> tuple[Searcher, str, str | None]:
+    """The checked caller (AgentCallerCheck put it in the request's scope): its searcher, its
     token's name, the user it acts for. A tool called without one is refused."""
     request = context.request_context.request
     found = request.scope.get(CALLER) if isinstance(request, Request) else None
@@ -143,14 +142,14 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def search(query: str, context: Context[Any, Any, Any], source: str | None = None, rows: int = 10) -> dict[str, Any]:
         """Search the index as the token's user may read it; the best hits first."""
-        principals, token_name, user = _caller(context)
+        searcher, token_name, user = _caller(context)
         request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
         started = time.perf_counter()
         try:
             rules = await in_thread(ctx.relevance.get)
             page = await in_thread(
                 run_search,
-                TrimmedIndex(ctx.solr, principals),
+                searcher.index,
                 request,
                 max(1, min(rows, MAX_ROWS)),
                 False,
@@ -167,9 +166,9 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def fetch_document(url: str, context: Context[Any, Any, Any]) -> dict[str, Any]:
         """One document's title, URL and text, if the token's user may read it."""
-        principals, token_name, user = _caller(context)
+        searcher, token_name, user = _caller(context)
         try:
-            found = await in_thread(cached_copy, TrimmedIndex(ctx.solr, principals), by_url(url[:8192]), "", FETCH_CHARS)
+            found = await in_thread(cached_copy, searcher.index, by_url(url[:8192]), "", FETCH_CHARS)
         except IndexingError:
             return {"found": False, "error": "unavailable"}
         logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found else "not found")
@@ -187,13 +186,13 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
         """An answer with numbered citations, from what the token's user may read only."""
-        principals, token_name, user = _caller(context)
+        searcher, token_name, user = _caller(context)
         if (ctx.config.answers is None and ctx.config.extractive is None) or ctx.semantic is None:
             found = None
             error = "answers are off"
         else:
             filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
-            found = await in_thread(ctx.answer, question, principals, filters, params)
+            found = await in_thread(ctx.answer, question, searcher.index, filters, params)
             error = "no answer now"
         said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
         said += ", an extract" if found is not None and found.extract is not None else ""

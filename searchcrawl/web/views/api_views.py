@@ -15,18 +15,20 @@ from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.search_request import SearchRequest
 from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
+from searchcrawl.web.sign_on.searchers import Searcher
 
 logger = logging.getLogger(__name__)
 
 
-async def api_caller(ctx: WebContext, request: Request) -> tuple[dict[str, str], Principals, str, str | None] | Response:
-    """Who calls the JSON API (api.py): the CORS headers of the answer, the principals the
-    token searches with (public documents, or a named user's when the token may search on
-    behalf of users), the token's name and the user named; or the refusal to send."""
+async def api_caller(ctx: WebContext, request: Request) -> tuple[dict[str, str], Searcher, str, str | None] | Response:
+    """Who calls the JSON API (api.py): the CORS headers of the answer, the searcher the token
+    searches as (its index bound here, once, to public documents, or to a named user's principals
+    when the token may search on behalf of users), the token's name and the user named; or the
+    refusal to send."""
     cors = api.cors_headers(request.headers.get("origin"), ctx.config.api_origins, request.method == "OPTIONS")
     if request.method == "OPTIONS":  # a browser's preflight: the Authorization header may be sent
         return Response(status_code=204, headers=cors)
@@ -65,7 +67,7 @@ async def api_caller(ctx: WebContext, request: Request) -> tuple[dict[str, str],
         principals = await searcher_principals(ctx, user)
         if principals.error:
             logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
-    return cors, principals, check.name, user
+    return cors, ctx.searcher(principals, "token"), check.name, user
 
 
 async def api_search(ctx: WebContext, request: Request) -> Response:
@@ -74,30 +76,28 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     caller = await api_caller(ctx, request)
     if isinstance(caller, Response):
         return caller
-    cors, principals, token_name, user = caller
+    cors, searcher, token_name, user = caller
     started = time.perf_counter()
     query = SearchRequest.from_params(request.query_params)
     try:
         rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
         semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
-        page = await in_thread(
-            run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules, None, semantic
-        )
+        page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
     except IndexingError as exc:
         log_failed_search("API search", query.q, exc)
         return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
     completions: list[suggestions.Suggestion] = []
     if ctx.config.suggestions and query.q:
         try:
-            completions = await in_thread(ctx.completions, query.q, principals)
+            completions = await in_thread(ctx.completions, query.q, searcher.index)
         except Exception as exc:  # noqa: BLE001 - suggestions never break a search
             logger.warning("API suggestions (%d characters) failed: %s", len(query.q), type(exc).__name__)
     if query.q:  # logged as the page's searches are (analytics.py), as client "api"
         ctx.record_search(page, time.perf_counter() - started, "api", user or None)
     logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
-    answer = api.page_json(page, api.searcher_json(principals), [item.as_json() for item in completions])
+    answer = api.page_json(page, api.searcher_json(searcher.principals), [item.as_json() for item in completions])
     try:
-        found = await answer_of(ctx, request, query, principals, semantic=semantic)
+        found = await answer_of(ctx, request, query, searcher.index, semantic=semantic)
     except IndexingError as exc:
         log_failed_search("API answer", query.q, exc)
         found = None
@@ -112,12 +112,12 @@ async def api_suggest(ctx: WebContext, request: Request) -> Response:
     caller = await api_caller(ctx, request)
     if isinstance(caller, Response):
         return caller
-    cors, principals, _token_name, _user = caller
+    cors, searcher, _token_name, _user = caller
     if not ctx.config.suggestions:
         return _api_error(404, "not_found", "Suggestions are off.", cors)
     prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
     try:
-        found = await in_thread(ctx.completions, prefix, principals)
+        found = await in_thread(ctx.completions, prefix, searcher.index)
     except IndexingError as exc:
         log_failed_search(f"API suggestions ({len(prefix)} characters typed)", None, exc)
         return _api_error(503, "unavailable", "The index cannot be asked now.", cors)

@@ -26,7 +26,7 @@ from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, number
@@ -55,7 +55,7 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
     viewer = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(why.why, TrimmedIndex(ctx.solr, viewer.principals), query, target, rules.boosts)
+        page = await in_thread(why.why, viewer.index, query, target, rules.boosts)
     except IndexingError as exc:
         log_failed_search("Web administration: why", query, exc)
         page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])
@@ -263,10 +263,9 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
                 raise evaluation.JudgmentError(
                     _("over %(most)s queries: measure it with `scrapy relevance`", most=number(MAX_JUDGED_QUERIES))
                 )
-            index = TrimmedIndex(ctx.solr, viewer.principals)
             rules = ctx.relevance.get()
             wanted = None if source == "all" else source
-            ranked, hit_sources = judged_run(index, queries, wanted, rules, ranking, ctx.semantic)
+            ranked, hit_sources = judged_run(viewer.index, queries, wanted, rules, ranking, ctx.semantic)
             scores = evaluation.score_run(queries, judgments, ranked)
             found = Measured(
                 scores,
@@ -276,7 +275,7 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
             )
             if against:
                 other = evaluation.score_run(
-                    queries, judgments, judged_run(index, queries, wanted, rules, against, ctx.semantic)[0]
+                    queries, judgments, judged_run(viewer.index, queries, wanted, rules, against, ctx.semantic)[0]
                 )
                 found.compared = evaluation.compare(other, scores)
             return found

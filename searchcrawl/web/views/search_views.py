@@ -17,7 +17,7 @@ from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.search_request import SearchRequest, day
 from searchcrawl.search.search_run import display_url, highlighted, run_search
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
@@ -71,10 +71,8 @@ async def search(ctx: WebContext, request: Request) -> Response:
     try:
         rules = await in_thread(ctx.relevance.get)
         semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
-        page = await in_thread(
-            run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, semantic
-        )
-        found = await answer_of(ctx, request, query, searcher.principals, unasked=True, semantic=semantic)
+        page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
+        found = await answer_of(ctx, request, query, searcher.index, unasked=True, semantic=semantic)
     except IndexingError as exc:
         log_failed_search("Search", query.q, exc)
         failed = render_search(
@@ -121,7 +119,7 @@ async def suggest(ctx: WebContext, request: Request) -> Response:
     found: list[suggestions.Suggestion] = []
     code = 200
     try:
-        found = await in_thread(ctx.completions, prefix, searcher.principals)
+        found = await in_thread(ctx.completions, prefix, searcher.index)
     except IndexingError as exc:
         log_failed_search(f"Suggestions ({len(prefix)} characters typed)", None, exc)
         code = 503
@@ -138,9 +136,7 @@ async def cached(ctx: WebContext, request: Request) -> Response:
     if not doc_id:
         return personal(ctx, ctx.render(request, "cached.html", 404, copy=None, searcher=searcher, q=query))
     try:
-        copy = await in_limited_thread(
-            ctx.cached_copies, cached_copy, TrimmedIndex(ctx.solr, searcher.principals), by_id(doc_id), query
-        )
+        copy = await in_limited_thread(ctx.cached_copies, cached_copy, searcher.index, by_id(doc_id), query)
     except IndexingError as exc:
         log_failed_search("Cached copy", None, exc)
         return personal(ctx, ctx.render(request, "cached.html", 503, copy=None, searcher=searcher, q=query, error=True))

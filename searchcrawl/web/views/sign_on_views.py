@@ -44,7 +44,6 @@ from searchcrawl.web.sign_on.kerberos import negotiate_token
 from searchcrawl.web.sign_on.oidc import OIDC_COOKIE
 from searchcrawl.web.sign_on.providers import PENDING_SECONDS, SignedOn, SignOnError
 from searchcrawl.web.sign_on.saml import SAML_COOKIE
-from searchcrawl.web.sign_on.searchers import Searcher
 from searchcrawl.web.sign_on.sessions import LoginThrottle, Session, Sessions
 
 logger = logging.getLogger(__name__)
@@ -93,7 +92,7 @@ async def signin(ctx: WebContext, request: Request) -> Response:
     form, client, expected = checked
     user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
     back = search_back(str(form.get("back", "")))  # the search signed in from: shown again
-    anonymous = Searcher(Principals.anonymous())
+    anonymous = ctx.searcher(Principals.anonymous())
     # counted before the directory is asked (off the event loop), taken back on success:
     # attempts sent at once cannot all pass while the count is still low
     ctx.signin_throttle.failed(client)
