@@ -1,6 +1,6 @@
 """What a source's settings decide, for every side that reads a source: the crawl (its admission,
 crawl/requests.py; a finished run's fingerprint, crawl/extensions/run_end.py), `scrapy explain`, and
-the source editor's check of a text (web/source_files.py), which applies the crawl's own rules."""
+the source editor's check of a text (web/source_editor.py), which applies the crawl's own rules."""
 
 from __future__ import annotations
 
