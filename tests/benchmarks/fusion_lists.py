@@ -2,8 +2,8 @@
 site crawled into a development Solr and its passages embedded (as tests/benchmarks/judged.py
 does), then every query searched as the search page searches it, and kept: the words query's hits
 (to the fusion's window), the plain content query's, and the kNN query's documents with their
-best passage's score, read without a floor. ``tests.benchmarks.fusion`` then scores fusions of
-them (weights, floors, a re-ranker) without asking Solr again: nDCG is deterministic, so a change
+best passage's score, read without a floor, and each document's title. ``tests.benchmarks.fusion``
+and ``tests.benchmarks.reranking`` then score fusions of them (weights, floors, a re-ranker) without asking Solr again: nDCG is deterministic, so a change
 of the fusion is measured on exactly the same lists.
 
     .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --embeddings wordllama
@@ -98,9 +98,15 @@ def main() -> None:
             pysolr.Solr(core, timeout=120).commit()
             queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
             judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
-            docs = pysolr.Solr(core, timeout=120).search(f'source:"{source}"', fl="id,url", rows=100_000).docs
+            docs = pysolr.Solr(core, timeout=120).search(f'source:"{source}"', fl="id,url,title", rows=100_000).docs
             urls = {str(doc["id"]): str(doc["url"]) for doc in docs}
-            entry: dict[str, Any] = {"crawl": {k: v for k, v in crawled.items() if k != "base"}, "urls": urls, "lists": {}}
+            titles = {str(doc["id"]): str(doc.get("title") or "") for doc in docs}  # a re-ranker's feature (reranking.py)
+            entry: dict[str, Any] = {
+                "crawl": {k: v for k, v in crawled.items() if k != "base"},
+                "urls": urls,
+                "titles": titles,
+                "lists": {},
+            }
             for ranking in ("words", "plain"):
                 ranked, _ = judged_run(index, queries, source, Rules(), ranking)
                 entry[ranking] = ranked
