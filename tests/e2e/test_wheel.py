@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -22,26 +21,12 @@ import pytest
 
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, free_port, free_port_range
 from tests.conftest import ROOT, wait_for
+from tests.test_packages import setuptools_config
 
 # What a wheel is built from: a copy of these, so the build writes nothing into the checkout and no
 # stale build/ of the checkout leaks into the wheel.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "searchcrawl", "solr")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "target", "*.egg-info", "build", "dist")
-
-
-def setuptools_config() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-
-
-def test_pyproject_lists_every_package() -> None:
-    """Packages are listed in pyproject.toml, not found (two are folders of solr/): a package
-    missing from the list would be missing from the wheel."""
-    config = setuptools_config()
-    found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "searchcrawl").rglob("__init__.py")}
-    mapped = config["package-dir"]
-    assert set(config["packages"]) == found | set(mapped)
-    for folder in mapped.values():
-        assert (ROOT / folder / "__init__.py").is_file(), folder
 
 
 def expected_files() -> dict[str, Path]:
