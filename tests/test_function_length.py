@@ -25,11 +25,10 @@ OVER_60: dict[Where, str] = {
     ),
     ("searchcrawl/web/views/agent_views.py", "agent_server"): MOVED,
     ("searchcrawl/web/app.py", "route_table"): MOVED,
-    ("searchcrawl/web/charts.py", "stacked_bars"): MOVED,
     ("searchcrawl/web/views/relevance_views.py", "measure_page"): MOVED,
 }
 # the list only shrinks: lower MOST with it
-MOST = 5
+MOST = 4
 
 
 def length(function: Function) -> int:
