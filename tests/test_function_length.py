@@ -23,12 +23,11 @@ OVER_60: dict[Where, str] = {
     ("searchcrawl/dev/servers/dovecot.py", "dovecot_config"): (
         "the test server's dovecot.conf, one f-string: its lines are the file's (docs/non-web-sources.md shows them)"
     ),
-    ("searchcrawl/web/views/agent_views.py", "agent_server"): MOVED,
     ("searchcrawl/web/app.py", "route_table"): MOVED,
     ("searchcrawl/web/views/relevance_views.py", "measure_page"): MOVED,
 }
 # the list only shrinks: lower MOST with it
-MOST = 4
+MOST = 3
 
 
 def length(function: Function) -> int:
