@@ -8,9 +8,8 @@ longer above 20 (the list only shrinks). Counted from the syntax trees as radon 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
-from tests.syntax_trees import PACKAGE, package_modules, tree_of
+from tests.syntax_trees import Function, Where, beyond_the_named, functions
 
 LIMIT = 20
 # the search's code, moved into search/ and split by issue 95 point 1 but for hybrid.fuse, which
@@ -18,13 +17,13 @@ LIMIT = 20
 SEARCH_CODE = "the search's code: left whole by issue 95 point 1 while issue 93's re-ranking plugs in beside it"
 
 # (module path, function's qualified name): a function above LIMIT, and why (at most 5)
-ABOVE_20: dict[tuple[str, str], str] = {
+ABOVE_20: dict[Where, str] = {
     ("searchcrawl/search/hybrid.py", "fuse"): SEARCH_CODE + " (the reciprocal-rank fusion of words and passages)",
 }
 MOST = 5
 
 
-def complexity(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+def complexity(function: Function) -> int:
     """Radon's cyclomatic complexity of ``function``: 1, and 1 for each ``if``, ``elif``,
     conditional expression, loop (2 with an ``else``), ``except`` (and a ``try``'s ``else``),
     ``assert``, comprehension and its ``if``s, ``match`` case (not ``case _``), and each ``and``
@@ -54,38 +53,11 @@ def complexity(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return total
 
 
-def functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """Every function defined in ``node``, at any depth, by its qualified name (``Class.method``)."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-            yield prefix + child.name, child
-            yield from functions(child, f"{prefix}{child.name}.")
-        elif isinstance(child, ast.ClassDef):
-            yield from functions(child, f"{prefix}{child.name}.")
-        else:
-            yield from functions(child, prefix)
-
-
-def above_limit() -> dict[tuple[str, str], int]:
-    found = {}
-    for path in package_modules():
-        for name, function in functions(tree_of(path)):
-            if (value := complexity(function)) > LIMIT:
-                found[path.relative_to(PACKAGE.parent).as_posix(), name] = value
-    return found
-
-
 def test_no_function_is_above_20_but_the_named_ones() -> None:
     assert len(ABOVE_20) <= MOST, f"at most {MOST} functions above radon {LIMIT}: split one before naming another"
-    found = above_limit()
-    new = sorted(found.keys() - ABOVE_20.keys())
-    assert not new, f"functions above radon {LIMIT} (split them into named steps):\n" + "\n".join(
-        f"  {path}: {name} ({found[path, name]})" for path, name in new
-    )
-    gone = sorted(ABOVE_20.keys() - found.keys())
-    assert not gone, f"named in ABOVE_20 but no longer above {LIMIT} (remove them from the list):\n" + "\n".join(
-        f"  {path}: {name}" for path, name in gone
-    )
+    new, gone = beyond_the_named(complexity, LIMIT, ABOVE_20)
+    assert not new, f"functions above radon {LIMIT} (split them into named steps):\n" + "\n".join(new)
+    assert not gone, f"named in ABOVE_20 but no longer above {LIMIT} (remove them from the list):\n" + "\n".join(gone)
 
 
 CODE = """

@@ -18,7 +18,7 @@ import tests.test_complexity as complexity
 import tests.test_function_length as function_length
 import tests.web.test_roles as roles
 import tests.web.test_views_shape as views_shape
-from tests.syntax_trees import PACKAGE, package_modules, source_of, tree_of
+from tests.syntax_trees import PACKAGE, Function, beyond_the_named, package_modules, source_of, tree_of
 
 # the tests that walk the package's modules (those that parse a snippet of their own are left out)
 READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
@@ -74,3 +74,16 @@ def test_the_code_reading_tests_parse_no_module_again(monkeypatch: pytest.Monkey
         check()
     monkeypatch.undo()
     assert parsed_again == [], "modules parsed again: read them with tests.syntax_trees.tree_of"
+
+
+def test_a_gate_finds_the_functions_beyond_its_limit_not_named_and_the_named_ones_no_longer_beyond() -> None:
+    """The one check of the gates on functions (tests/test_complexity.py, tests/test_function_length.py)."""
+    why, app = ("searchcrawl/search/why.py", "term_line"), ("searchcrawl/web/app.py", "route_table")
+
+    def measure(function: Function) -> int:
+        return 100 if function.name == "term_line" else 1
+
+    assert beyond_the_named(measure, 99, {}, " lines") == (["  searchcrawl/search/why.py: term_line (100 lines)"], [])
+    assert beyond_the_named(measure, 99, {why: "named"}) == ([], [])
+    assert beyond_the_named(measure, 99, {why: "named", app: "named"}) == ([], ["  searchcrawl/web/app.py: route_table"])
+    assert beyond_the_named(measure, 100, {why: "named"}) == ([], ["  searchcrawl/search/why.py: term_line"])  # above, not at

@@ -146,6 +146,59 @@ def length(dl: float, avgdl: float) -> str:
     return N_("of average length")
 
 
+def _rarity_reason(term: str, solr_field: str, values: dict[str, float]) -> str | None:
+    """How rare the term (or phrase) is in the field, from Solr's ``n`` and ``N``; None unknown."""
+    if "n" not in values or "N" not in values or not (rare := rarity(values["n"], values["N"])):
+        return None
+    n, total = values["n"], values["N"]
+    variables = {"rarity": _(rare), "field": solr_field, "n": figure(n, 0), "total": figure(total, 0)}
+    if " " in term:
+        return ngettext(
+            "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
+            "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
+            plural(whole(total)),
+            **variables,
+        )
+    return ngettext(
+        "the word is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
+        "the word is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
+        plural(whole(total)),
+        **variables,
+    )
+
+
+def _frequency_reason(values: dict[str, float]) -> str | None:
+    """How often the document holds the term (``freq``) or the phrase (``phraseFreq``); None unknown."""
+    freq = values.get("freq", values.get("phraseFreq"))
+    if freq is None:
+        return None
+    return ngettext("it occurs %(count)s time here", "it occurs %(count)s times here", plural(freq), count=figure(freq))
+
+
+def _length_reason(solr_field: str, values: dict[str, float]) -> str | None:
+    """How long the field is against its average (``dl``, ``avgdl``); None unknown."""
+    if "dl" not in values or "avgdl" not in values or not (long := length(values["dl"], values["avgdl"])):
+        return None
+    dl, avgdl = values["dl"], values["avgdl"]
+    return ngettext(
+        "the %(field)s is %(length)s (%(words)s word, average %(average)s)",
+        "the %(field)s is %(length)s (%(words)s words, average %(average)s)",
+        plural(whole(dl)),
+        field=solr_field,
+        length=_(long),
+        words=figure(dl, 0),
+        average=figure(avgdl, 0),
+    )
+
+
+def _boost_reason(solr_field: str, values: dict[str, float]) -> str | None:
+    """The field's boost, when it is not 1; else None."""
+    boost = values.get("boost")
+    if boost is not None and abs(boost - 1) > 1e-6:  # (not NaN either)
+        return _("%(field)s is boosted ×%(boost)s", field=solr_field, boost=figure(boost))
+    return None
+
+
 def term_line(node: dict[str, Any], match: re.Match[str]) -> str:
     """One BM25 term (or phrase) weight in words: its contribution, how rare it is in the field,
     how often the document holds it, how long the field is, and a field boost (in the current
@@ -153,61 +206,23 @@ def term_line(node: dict[str, Any], match: re.Match[str]) -> str:
     solr_field, term = match["field"], match["term"]
     term = term[1:-1] if len(term) > 1 and term.startswith('"') and term.endswith('"') else term
     values = _values(node)
-    reasons = []
-    if "n" in values and "N" in values and (rare := rarity(values["n"], values["N"])):
-        n, total = values["n"], values["N"]
-        variables = {
-            "rarity": _(rare),
-            "field": solr_field,
-            "n": figure(n, 0),
-            "total": figure(total, 0),
-        }
-        if " " in term:
-            reasons.append(
-                ngettext(
-                    "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
-                    "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
-                    plural(whole(total)),
-                    **variables,
-                )
-            )
-        else:
-            reasons.append(
-                ngettext(
-                    "the word is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
-                    "the word is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
-                    plural(whole(total)),
-                    **variables,
-                )
-            )
-    freq = values.get("freq", values.get("phraseFreq"))
-    if freq is not None:
-        reasons.append(
-            ngettext("it occurs %(count)s time here", "it occurs %(count)s times here", plural(freq), count=figure(freq))
+    said = [
+        reason
+        for reason in (
+            _rarity_reason(term, solr_field, values),
+            _frequency_reason(values),
+            _length_reason(solr_field, values),
+            _boost_reason(solr_field, values),
         )
-    if "dl" in values and "avgdl" in values and (long := length(values["dl"], values["avgdl"])):
-        dl, avgdl = values["dl"], values["avgdl"]
-        reasons.append(
-            ngettext(
-                "the %(field)s is %(length)s (%(words)s word, average %(average)s)",
-                "the %(field)s is %(length)s (%(words)s words, average %(average)s)",
-                plural(whole(dl)),
-                field=solr_field,
-                length=_(long),
-                words=figure(dl, 0),
-                average=figure(avgdl, 0),
-            )
-        )
-    boost = values.get("boost")
-    if boost is not None and abs(boost - 1) > 1e-6:
-        reasons.append(_("%(field)s is boosted ×%(boost)s", field=solr_field, boost=figure(boost)))
+        if reason is not None
+    ]
     score = number(node.get("value"))
-    if not reasons:
+    if not said:
         return _("‘%(term)s’ in %(field)s: %(score)s", term=term, field=solr_field, score=score)
-    said = reasons[0]
-    for reason in reasons[1:]:  # a list of the reasons, joined as the language joins clauses
-        said = _("%(reasons)s; %(reason)s", reasons=said, reason=reason)
-    return _("‘%(term)s’ in %(field)s: %(score)s (%(reasons)s)", term=term, field=solr_field, score=score, reasons=said)
+    reasons = said[0]
+    for reason in said[1:]:  # a list of the reasons, joined as the language joins clauses
+        reasons = _("%(reasons)s; %(reason)s", reasons=reasons, reason=reason)
+    return _("‘%(term)s’ in %(field)s: %(score)s (%(reasons)s)", term=term, field=solr_field, score=score, reasons=reasons)
 
 
 def explain_lines(tree: Any, max_depth: int = MAX_DEPTH, max_lines: int = MAX_LINES) -> tuple[list[Line], bool]:

@@ -342,49 +342,42 @@ def _hatches(parts: list[str], key: str, count: int) -> None:
     parts.append("</defs>")
 
 
-def stacked_bars(
-    title: str,
-    categories: Sequence[str],
-    series: Sequence[Series],
-    y_label: str = "",
-    width: int = WIDTH,
-    height: int = HEIGHT,
-    max_bars: int = MAX_BARS,
-) -> Markup:
-    """One bar per category (the last ``max_bars``), its series stacked, each with its hatch;
-    a series' points give its y per category (x is ignored)."""
-    categories = list(categories)[-max_bars:]
-    stacks = [
+def _stacks(series: Sequence[Series], max_bars: int) -> list[tuple[str, list[float]]]:
+    """Each series' label and its y per category (the last ``max_bars``; a negative or non-finite
+    y drawn as 0), as many series as there are colours."""
+    return [
         (item.label, [max(0.0, y) if math.isfinite(y) else 0.0 for _x, y in list(item.points)[-max_bars:]])
         for item in series[: len(COLOURS)]
     ]
-    totals = [sum(values[i] for _label, values in stacks if i < len(values)) for i in range(len(categories))]
+
+
+def _bars_description(categories: list[str], stacks: list[tuple[str, list[float]]]) -> str:
+    """The chart's ``<desc>``: how many bars, and each series' latest value."""
     latest = ", ".join(f"{label} {number(values[-1])}" for label, values in stacks if values)
-    desc = (
-        ngettext(
-            "%(count)s bar; the latest (%(category)s): %(values)s",
-            "%(count)s bars; the latest (%(category)s): %(values)s",
-            len(categories),
-            count=translations.number(len(categories)),
-            category=categories[-1],
-            values=latest,
-        )
-        if categories and latest
-        else _("no data yet")
+    if not categories or not latest:
+        return _("no data yet")
+    return ngettext(
+        "%(count)s bar; the latest (%(category)s): %(values)s",
+        "%(count)s bars; the latest (%(category)s): %(values)s",
+        len(categories),
+        count=translations.number(len(categories)),
+        category=categories[-1],
+        values=latest,
     )
-    key, parts = _open(title, desc, width, height)
-    if not categories:
-        return _empty(parts, width, height)
-    _hatches(parts, key, len(stacks))
-    left, right, top, bottom = 72.0, width - 16.0, 60.0, height - 34.0
-    y_ticks = nice_ticks(0.0, max(totals) if max(totals) > 0 else 1.0, integer=True)
-    y_high = y_ticks[-1]
 
-    def y_of(y: float) -> float:
-        return bottom - y * (bottom - top) / y_high
 
-    _legend(parts, [label for label, _values in stacks], left, 42, "bar", key)
-    _y_axis(parts, y_ticks, left, right, y_of, y_label)
+def _bars(
+    parts: list[str],
+    categories: list[str],
+    stacks: list[tuple[str, list[float]]],
+    key: str,
+    y_of: Callable[[float], float],
+    left: float,
+    right: float,
+    bottom: float,
+) -> None:
+    """One bar per category, its series stacked from 0 up, each its hatch; the category labels
+    that fit under them (the latest always)."""
     slot = (right - left) / len(categories)
     bar = min(48.0, max(2.0, slot * 0.7))
     every = max(1, math.ceil(len(categories) / ((right - left) / 60)))  # category labels that fit
@@ -403,6 +396,36 @@ def stacked_bars(
             base += value
         if (len(categories) - 1 - i) % every == 0:
             parts.append(f'<text x="{x + bar / 2:.1f}" y="{bottom + 19}" text-anchor="middle">{text(category, 12)}</text>')
+
+
+def stacked_bars(
+    title: str,
+    categories: Sequence[str],
+    series: Sequence[Series],
+    y_label: str = "",
+    width: int = WIDTH,
+    height: int = HEIGHT,
+    max_bars: int = MAX_BARS,
+) -> Markup:
+    """One bar per category (the last ``max_bars``), its series stacked, each with its hatch;
+    a series' points give its y per category (x is ignored)."""
+    categories = list(categories)[-max_bars:]
+    stacks = _stacks(series, max_bars)
+    key, parts = _open(title, _bars_description(categories, stacks), width, height)
+    if not categories:
+        return _empty(parts, width, height)
+    _hatches(parts, key, len(stacks))
+    left, right, top, bottom = 72.0, width - 16.0, 60.0, height - 34.0
+    totals = [sum(values[i] for _label, values in stacks if i < len(values)) for i in range(len(categories))]
+    y_ticks = nice_ticks(0.0, max(totals) if max(totals) > 0 else 1.0, integer=True)
+    y_high = y_ticks[-1]
+
+    def y_of(y: float) -> float:
+        return bottom - y * (bottom - top) / y_high
+
+    _legend(parts, [label for label, _values in stacks], left, 42, "bar", key)
+    _y_axis(parts, y_ticks, left, right, y_of, y_label)
+    _bars(parts, categories, stacks, key, y_of, left, right, bottom)
     parts.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{AXIS}"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="{AXIS}"/>')
     parts.append("</svg>")

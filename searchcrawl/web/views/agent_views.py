@@ -55,6 +55,7 @@ FETCH_CHARS = 20_000
 MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a length, or chunked, is refused)
 MAX_ROWS = 50
 CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (searcher, token name, user)
+Caller = tuple[Searcher, str, str | None]  # the checked caller: its searcher, its token's name, the user it acts for
 logger = logging.getLogger(__name__)
 # the SDK's two lines at INFO of every request, by logger: how each begins ("Processing request of
 # type CallToolRequest" and, the transport being stateless, "Terminating session: None"); their other
@@ -117,7 +118,7 @@ class AgentCallerCheck:
         await self.app(scope, receive, send)
 
 
-def _caller(context: Context[Any, Any, Any]) -> tuple[Searcher, str, str | None]:
+def _caller(context: Context[Any, Any, Any]) -> Caller:
     """The checked caller (AgentCallerCheck put it in the request's scope): its searcher, its
     token's name, the user it acts for. A tool called without one is refused."""
     request = context.request_context.request
@@ -127,8 +128,72 @@ def _caller(context: Context[Any, Any, Any]) -> tuple[Searcher, str, str | None]
     return found
 
 
+async def _search(ctx: WebContext, caller: Caller, query: str, source: str | None, rows: int) -> dict[str, Any]:
+    """The ``search`` tool: the search page's search (run_search) as the caller, recorded by query
+    analytics; its hits as the JSON API gives them."""
+    searcher, token_name, user = caller
+    request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
+    started = time.perf_counter()
+    try:
+        rules = await in_thread(ctx.relevance.get)
+        page = await in_thread(
+            run_search,
+            searcher.index,
+            request,
+            max(1, min(rows, MAX_ROWS)),
+            False,
+            rules,
+            None,
+            ctx.semantic,
+        )
+    except IndexingError:
+        return {"error": "unavailable"}
+    ctx.record_search(page, time.perf_counter() - started, "mcp", user)  # query analytics, as the API's
+    logger.info("Agent search by token %r (%s): %d hits", token_name, user or "public", page.total)
+    return {"total": page.total, "hits": [api.hit_json(hit) for hit in [*page.bets, *page.hits]]}
+
+
+async def _fetch_document(caller: Caller, url: str) -> dict[str, Any]:
+    """The ``fetch_document`` tool: the document's first ``FETCH_CHARS`` characters if the caller
+    may read it; "not found" alike when it is absent and when it is withheld."""
+    searcher, token_name, user = caller
+    try:
+        found = await in_thread(cached_copy, searcher.index, by_url(url[:8192]), "", FETCH_CHARS)
+    except IndexingError:
+        return {"found": False, "error": "unavailable"}
+    logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found else "not found")
+    if found is None:
+        return {"found": False, "error": "not found"}  # absent and withheld alike
+    return {
+        "found": True,
+        "url": str(found.doc.get("display_url") or found.url),
+        "title": str(found.doc.get("title") or ""),
+        "source": str(found.doc.get("source") or ""),
+        "text": found.text,
+        "truncated": found.length > FETCH_CHARS,
+    }
+
+
+async def _answer(ctx: WebContext, caller: Caller, question: str, source: str | None) -> dict[str, Any]:
+    """The ``answer`` tool: an answer from what the caller may read, when answers are on."""
+    searcher, token_name, user = caller
+    if (ctx.config.answers is None and ctx.config.extractive is None) or ctx.semantic is None:
+        found = None
+        error = "answers are off"
+    else:
+        filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
+        found = await in_thread(ctx.answer, question, searcher.index, filters, params)
+        error = "no answer now"
+    said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
+    said += ", an extract" if found is not None and found.extract is not None else ""
+    logger.info("Agent answer by token %r (%s): %s", token_name, user or "public", said)
+    return {"answer": None, "error": error} if found is None else {"answer": answer_json(found)}
+
+
 def agent_server(ctx: WebContext) -> FastMCP:
-    """The MCP server of the web application (see the module's docstring)."""
+    """The MCP server of the web application (see the module's docstring): its three tools, each
+    acting as the caller AgentCallerCheck put in the request's scope (their docstrings are the
+    tools' descriptions agents read)."""
     sdk_lines_at_debug()
     server = FastMCP(
         "searchcrawl",
@@ -142,62 +207,17 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def search(query: str, context: Context[Any, Any, Any], source: str | None = None, rows: int = 10) -> dict[str, Any]:
         """Search the index as the token's user may read it; the best hits first."""
-        searcher, token_name, user = _caller(context)
-        request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
-        started = time.perf_counter()
-        try:
-            rules = await in_thread(ctx.relevance.get)
-            page = await in_thread(
-                run_search,
-                searcher.index,
-                request,
-                max(1, min(rows, MAX_ROWS)),
-                False,
-                rules,
-                None,
-                ctx.semantic,
-            )
-        except IndexingError:
-            return {"error": "unavailable"}
-        ctx.record_search(page, time.perf_counter() - started, "mcp", user)  # query analytics, as the API's
-        logger.info("Agent search by token %r (%s): %d hits", token_name, user or "public", page.total)
-        return {"total": page.total, "hits": [api.hit_json(hit) for hit in [*page.bets, *page.hits]]}
+        return await _search(ctx, _caller(context), query, source, rows)
 
     @server.tool()
     async def fetch_document(url: str, context: Context[Any, Any, Any]) -> dict[str, Any]:
         """One document's title, URL and text, if the token's user may read it."""
-        searcher, token_name, user = _caller(context)
-        try:
-            found = await in_thread(cached_copy, searcher.index, by_url(url[:8192]), "", FETCH_CHARS)
-        except IndexingError:
-            return {"found": False, "error": "unavailable"}
-        logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found else "not found")
-        if found is None:
-            return {"found": False, "error": "not found"}  # absent and withheld alike
-        return {
-            "found": True,
-            "url": str(found.doc.get("display_url") or found.url),
-            "title": str(found.doc.get("title") or ""),
-            "source": str(found.doc.get("source") or ""),
-            "text": found.text,
-            "truncated": found.length > FETCH_CHARS,
-        }
+        return await _fetch_document(_caller(context), url)
 
     @server.tool()
     async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
         """An answer with numbered citations, from what the token's user may read only."""
-        searcher, token_name, user = _caller(context)
-        if (ctx.config.answers is None and ctx.config.extractive is None) or ctx.semantic is None:
-            found = None
-            error = "answers are off"
-        else:
-            filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
-            found = await in_thread(ctx.answer, question, searcher.index, filters, params)
-            error = "no answer now"
-        said = error if found is None else "refused" if found.refused else f"{len(found.sentences)} sentences"
-        said += ", an extract" if found is not None and found.extract is not None else ""
-        logger.info("Agent answer by token %r (%s): %s", token_name, user or "public", said)
-        return {"answer": None, "error": error} if found is None else {"answer": answer_json(found)}
+        return await _answer(ctx, _caller(context), question, source)
 
     return server
 

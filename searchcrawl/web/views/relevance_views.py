@@ -9,7 +9,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import log_failed_search
+from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, number
@@ -234,6 +234,79 @@ class Measured:
     unjudged: int = 0
 
 
+@dataclass(frozen=True)
+class MeasureForm:
+    """What the measure page is asked (its query string): the judged set ("" none yet), the source
+    ("all" of them), the ranking measured and the one beside it ("" none); a ranking not known is
+    the page's (for ``ranking``) or none (for ``against``)."""
+
+    chosen: str
+    source: str
+    ranking: str
+    against: str
+
+    @classmethod
+    def of(cls, params: Mapping[str, str]) -> MeasureForm:
+        ranking, against = params.get("ranking", "page"), params.get("against", "")
+        return cls(
+            chosen=params.get("set", ""),
+            source=params.get("source", "") or "all",
+            ranking=ranking if ranking in RANKINGS else "page",
+            against=against if against in RANKINGS else "",
+        )
+
+
+def _measure(ctx: WebContext, index: TrimmedIndex, form: MeasureForm) -> Measured:
+    """The judged set ``form.chosen`` searched under ``index`` (the viewer's trimming) as the search
+    page searches, scored per query, kind and source, and the ``against`` ranking beside it."""
+    folder = ctx.config.judged_dir
+    assert folder is not None  # a set was found in it
+    queries = evaluation.read_queries(_judged_text(folder / form.chosen / "queries.tsv"), "queries.tsv")
+    judgments = evaluation.read_qrels(_judged_text(folder / form.chosen / "qrels.txt"), "qrels.txt")
+    if len(queries) > MAX_JUDGED_QUERIES:
+        raise evaluation.JudgmentError(
+            _("over %(most)s queries: measure it with `scrapy relevance`", most=number(MAX_JUDGED_QUERIES))
+        )
+    rules = ctx.relevance.get()
+    wanted = None if form.source == "all" else form.source
+    ranked, hit_sources = judged_run(index, queries, wanted, rules, form.ranking, ctx.semantic)
+    scores = evaluation.score_run(queries, judgments, ranked)
+    found = Measured(
+        scores,
+        evaluation.by_kind(scores),
+        evaluation.by_source(scores, judgments, hit_sources),
+        unjudged=len(queries) - len(scores),
+    )
+    if form.against:
+        other = evaluation.score_run(queries, judgments, judged_run(index, queries, wanted, rules, form.against, ctx.semantic)[0])
+        found.compared = evaluation.compare(other, scores)
+    return found
+
+
+def _measure_alone(ctx: WebContext, index: TrimmedIndex, form: MeasureForm) -> Measured | None:
+    """``_measure``, one at a time in the application (``MEASURING``): None while another runs."""
+    if not MEASURING.acquire(blocking=False):
+        return None
+    try:
+        return _measure(ctx, index, form)
+    finally:
+        MEASURING.release()
+
+
+async def _measured(ctx: WebContext, index: TrimmedIndex, form: MeasureForm) -> tuple[Measured | None, str, int]:
+    """The judged set measured (in a thread), or why not: the page's error and its status code."""
+    try:
+        measured = await in_thread(_measure_alone, ctx, index, form)
+    except evaluation.JudgmentError as exc:
+        return None, str(exc), 400
+    except IndexingError as exc:
+        logger.warning("Web administration: judged set %s not measured: %s", form.chosen, exc.reason)
+        return None, _("The index cannot be searched now."), 503
+    if measured is None:
+        return None, _("Another measure is running: try again when it is done."), 429
+    return measured, "", 200
+
+
 async def measure_page(ctx: WebContext, request: Request) -> Response:
     """Search quality on a judged set, as `scrapy relevance` measures it (search/evaluation.py):
     its queries searched as the search page searches them (``judged_run``: best bets, boosts),
@@ -242,61 +315,14 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
     denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
-    params = request.query_params
     sets = await in_thread(judged_sets, ctx.config.judged_dir)
-    chosen = params.get("set", "")
-    source = params.get("source", "") or "all"
-    ranking = params.get("ranking", "page") if params.get("ranking", "page") in RANKINGS else "page"
-    against = params.get("against", "") if params.get("against", "") in RANKINGS else ""
+    form = MeasureForm.of(request.query_params)
     viewer = await who_searches(ctx, request)
     measured, error, code = None, "", 200
-    if chosen and chosen not in sets:
+    if form.chosen and form.chosen not in sets:
         error, code = _("No such judged set."), 404
-    elif chosen:
-        folder = ctx.config.judged_dir
-        assert folder is not None  # a set was found in it
-
-        def measure() -> Measured:
-            queries = evaluation.read_queries(_judged_text(folder / chosen / "queries.tsv"), "queries.tsv")
-            judgments = evaluation.read_qrels(_judged_text(folder / chosen / "qrels.txt"), "qrels.txt")
-            if len(queries) > MAX_JUDGED_QUERIES:
-                raise evaluation.JudgmentError(
-                    _("over %(most)s queries: measure it with `scrapy relevance`", most=number(MAX_JUDGED_QUERIES))
-                )
-            rules = ctx.relevance.get()
-            wanted = None if source == "all" else source
-            ranked, hit_sources = judged_run(viewer.index, queries, wanted, rules, ranking, ctx.semantic)
-            scores = evaluation.score_run(queries, judgments, ranked)
-            found = Measured(
-                scores,
-                evaluation.by_kind(scores),
-                evaluation.by_source(scores, judgments, hit_sources),
-                unjudged=len(queries) - len(scores),
-            )
-            if against:
-                other = evaluation.score_run(
-                    queries, judgments, judged_run(viewer.index, queries, wanted, rules, against, ctx.semantic)[0]
-                )
-                found.compared = evaluation.compare(other, scores)
-            return found
-
-        def measure_alone() -> Measured | None:
-            if not MEASURING.acquire(blocking=False):
-                return None
-            try:
-                return measure()
-            finally:
-                MEASURING.release()
-
-        try:
-            measured = await in_thread(measure_alone)
-            if measured is None:
-                error, code = _("Another measure is running: try again when it is done."), 429
-        except evaluation.JudgmentError as exc:
-            error, code = str(exc), 400
-        except IndexingError as exc:
-            logger.warning("Web administration: judged set %s not measured: %s", chosen, exc.reason)
-            error, code = _("The index cannot be searched now."), 503
+    elif form.chosen:
+        measured, error, code = await _measured(ctx, viewer.index, form)
     return ctx.render(
         request,
         "measure.html",
@@ -305,10 +331,10 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
         folder=ctx.config.judged_dir,
         sources=["all", *ctx.config.source_names()],
         rankings=RANKINGS,
-        chosen=chosen,
-        source=source,
-        ranking=ranking,
-        against=against,
+        chosen=form.chosen,
+        source=form.source,
+        ranking=form.ranking,
+        against=form.against,
         metrics=evaluation.METRICS,
         measured=measured,
         means=evaluation.means,
