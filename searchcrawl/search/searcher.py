@@ -94,6 +94,10 @@ class TrimmedIndex:
     the trimming or change the principals it reports without changing the trimming."""
 
     __slots__ = ("_filters", "_index", "_params", "_principals")
+    _index: SolrIndex
+    _principals: Principals
+    _filters: tuple[str, ...]
+    _params: Mapping[str, str]
 
     def __init__(self, index: SolrIndex, principals: Principals) -> None:
         filters, params = solr_trimming(principals)
