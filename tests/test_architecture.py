@@ -319,6 +319,7 @@ RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
     ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
     ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
+    ("searchcrawl.commands.search", "semantic_of"): "`scrapy search`'s semantic search: handed on to semantic_search alone",
     ("searchcrawl.search.answer_explanation", "explain_answer"): "operators: explain-answer's untrimmed view",
 }
 
