@@ -207,20 +207,32 @@ def test_defined_names() -> None:
 #   * ``solr_trimming`` is named in searcher.py alone (and defined in access/decision.py);
 #   * the web context's client is private (``_solr``, read in web/context.py alone): the operators'
 #     paths get it from its accessor ``operator_solr``, whose callers OPERATOR_SOLR_CALLERS names;
+#   * the web context's ``searcher(principals)`` (the door that binds any principals) is reached only
+#     from SEARCHER_CALLERS, each with its reason;
+#   * in web/, commands/ and search/ the TrimmedIndex's private attributes (``_index``, the raw
+#     client; ``_filters``, ``_params``) are read in search/searcher.py alone, and nothing reflects
+#     (``vars()``, ``__dict__``, ``setattr``, ``getattr`` with a name that is not a literal): a
+#     reflected value, or an object's ``_index``, is typed as the raw client (fail closed);
 #   * in web/, commands/ and search/, the raw client (a parameter annotated SolrIndex or pysolr.Solr,
 #     a name or ``self.`` attribute given one) is handed only to code that may take it: a function of
-#     RAW_CLIENT_PARAMETERS or UNTRIMMED (each named with its reason), a module below search/ (whose
-#     asks of Solr the first rule checks where they are made), a method of the client itself, or
-#     the door (TrimmedIndex, by the second rule); handed to anything else (a searcher's query, a
-#     helper, functools.partial), it fails.
+#     RAW_CLIENT_PARAMETERS, UNTRIMMED or RAW_CLIENT_TAKERS (each named with its reason), a method of
+#     the client itself, or the door (TrimmedIndex, by the second rule); handed to anything else (a
+#     searcher's query, a helper, functools.partial, a new module below search/), it fails.
 
 SEARCHER = "searchcrawl.search.searcher"
 TRIMMING = "solr_trimming"
 SOLR_TYPES = frozenset(
     {"SolrIndex", "pysolr.Solr", "SolrIndex | None", "IndexedDocuments"}
 )  # and explain-access's Protocol of it
-CLIENT_ATTRIBUTES = frozenset({"solr", "_solr"})  # the web context's client (``ctx._solr``; ``ctx.solr`` before), as any object's
+# the web context's client (``ctx._solr``; ``ctx.solr`` before), and the one a TrimmedIndex holds (``_index``), as any object's
+CLIENT_ATTRIBUTES = frozenset({"solr", "_solr", "_index"})
 PRIVATE_CLIENT = ("searchcrawl.web.context", "_solr")  # the web context's client, read in its module alone
+# the private attributes of the searcher's door, read in its module alone (in web/, commands/ and search/)
+PRIVATE_TRIMMING = frozenset({"_index", "_filters", "_params", "_principals"})
+# reflection that reads or sets any attribute, a private one too (``vars(ctx)["_solr"]``, ``ctx.__dict__``)
+REFLECTION_CALLS = frozenset({"vars", "setattr", "delattr"})
+REFLECTION_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__getattribute__", "__delattr__", "__slots__"})
+SEARCHER_ACCESSOR = "searcher"  # WebContext.searcher(principals): the door that binds principals, for SEARCHER_CALLERS
 OPERATOR_ACCESSOR = "operator_solr"  # WebContext.operator_solr(): the raw client, for the operators' paths
 TRIMMED_TYPE = "TrimmedIndex"
 UNKNOWN_TYPES = frozenset({"", "Any", "typing.Any", "object"})  # a receiver that could be a Solr client
@@ -282,6 +294,24 @@ OPERATOR_SOLR_CALLERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.views.admin_views", "explain_answer"): "operators: explain-answer's untrimmed view on its page",
 }
 
+# (module, function): who may call the web context's searcher(principals), and why (the principals are the searcher's)
+SEARCHER_CALLERS: dict[tuple[str, str], str] = {
+    ("searchcrawl.web.shared", "who_searches"): (
+        "the page's searcher: the signed-in session's, the proxy's header's, or the public's (the principals looked up)"
+    ),
+    ("searchcrawl.web.views.api_views", "api_caller"): "the JSON API's and the agents' token: the public's, or user='s",
+    ("searchcrawl.web.views.sign_on_views", "signin"): "the sign-in page: the public's alone",
+}
+
+# (module, function) below web/, commands/ and search/ that is handed the raw client, and why
+RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
+    ("searchcrawl.semantic.passage_index", "PassageIndex"): "operators: `scrapy embed`, the passages' upkeep (counts)",
+    ("searchcrawl.access.explanation", "access_lines"): "operators: explain-access (held_documents, untrimmed by design)",
+    ("searchcrawl.index.id_migration", "migrate_ids"): "operators: `scrapy solr migrate-ids` of every source's documents",
+    ("searchcrawl.ops.daily_summary", "service_problems"): "operators: the daily summary's check that Solr answers",
+    ("searchcrawl.index.managed", "sync"): "operators: the relevance page's synonyms and stopwords into Solr's managed resources",
+}
+
 # (module, function): a function of web/, commands/ or search/ that takes the raw client, and why
 RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex.__init__"): "the door: the client shared by every request, and one searcher's principals",
@@ -289,6 +319,7 @@ RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
     ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
     ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
+    ("searchcrawl.commands.search", "semantic_of"): "`scrapy search`'s semantic search: handed on to semantic_search alone",
     ("searchcrawl.search.answer_explanation", "explain_answer"): "operators: explain-answer's untrimmed view",
 }
 
@@ -375,6 +406,8 @@ class _Scopes(ast.NodeVisitor):
         and ``a or b``, the raw client when one is."""
         if isinstance(node, ast.Name):
             return self.known[-1].get(node.id, "")
+        if _reflects(node):
+            return "SolrIndex"  # ``vars(ctx)["_solr"]``, ``getattr(ctx, name)``: could be the client
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == OPERATOR_ACCESSOR:
@@ -456,13 +489,12 @@ class _RawClientHandedOn(_Scopes):
         return ""
 
     def may_take(self, callee: str) -> bool:
-        """Whether ``callee`` may be handed the raw client (see the rule's comment above)."""
-        named = {f"{module}.{where}" for module, where in (*RAW_CLIENT_PARAMETERS, *UNTRIMMED)}
+        """Whether ``callee`` may be handed the raw client (see the rule's comment above): named
+        in an allowlist, a method of the client, or the door; nothing else, whatever its package."""
+        named = {f"{module}.{where}" for module, where in (*RAW_CLIENT_PARAMETERS, *UNTRIMMED, *RAW_CLIENT_TAKERS)}
         if callee in named or callee.startswith("searchcrawl.index.solr_client.SolrIndex."):
             return True
-        if callee.rpartition(".")[2] == TRIMMED_TYPE:
-            return True  # the door: who builds it is TRIMMED_BUILDERS' rule
-        return callee.startswith("searchcrawl.") and not callee.startswith(HANDED_ON)
+        return callee == f"{SEARCHER}.{TRIMMED_TYPE}"  # the door: who builds it is TRIMMED_BUILDERS' rule
 
     def visit_Module(self, node: ast.Module) -> None:
         self.defined = {
@@ -484,8 +516,10 @@ class _RawClientHandedOn(_Scopes):
 
 
 class _TrimmedBuilt(_Scopes):
-    """The functions that build a TrimmedIndex, the callers of the raw client's accessor, and the
-    readers of the web context's private client."""
+    """The functions that build a TrimmedIndex, the callers of the raw client's accessor and of the
+    web context's ``searcher``, and the readers of the web context's private client, of a
+    TrimmedIndex's private attributes, or of any attribute by reflection (in web/, commands/ and
+    search/)."""
 
     def __init__(self, module: str, tree: ast.Module) -> None:
         super().__init__(tree)
@@ -493,6 +527,7 @@ class _TrimmedBuilt(_Scopes):
         self.built: list[str] = []
         self.accessed: list[str] = []
         self.private: list[str] = []
+        self.searchers: list[str] = []
 
     def visit_Call(self, node: ast.Call) -> None:
         name = ast.unparse(node.func).rpartition(".")[2]
@@ -500,12 +535,34 @@ class _TrimmedBuilt(_Scopes):
             self.built.append(self.where)
         elif name == OPERATOR_ACCESSOR:
             self.accessed.append(self.where)
+        if self.module.startswith(HANDED_ON) and self.module != SEARCHER and _reflects(node):  # the door sets its own
+            self.private.append(self.where)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == PRIVATE_CLIENT[1] and self.module != PRIVATE_CLIENT[0]:
             self.private.append(self.where)
+        elif self.module.startswith(HANDED_ON) and self.module != SEARCHER and node.attr in PRIVATE_TRIMMING:
+            self.private.append(self.where)
+        elif self.module.startswith(HANDED_ON) and self.module != SEARCHER and node.attr in REFLECTION_ATTRIBUTES:
+            self.private.append(self.where)
+        if node.attr == SEARCHER_ACCESSOR:  # called, or taken to be called later (``make = ctx.searcher``)
+            self.searchers.append(self.where)
         self.generic_visit(node)
+
+
+def _reflects(node: ast.expr) -> bool:
+    """Whether ``node`` reads or sets an attribute by reflection: ``vars(x)``, ``setattr(x, ...)``,
+    ``x.__dict__``, or ``getattr(x, name)`` with a name that is not a literal."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and child.attr in REFLECTION_ATTRIBUTES:
+            return True
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+            if child.func.id in REFLECTION_CALLS:
+                return True
+            if child.func.id == "getattr" and len(child.args) > 1 and not isinstance(child.args[1], ast.Constant):
+                return True
+    return False
 
 
 def _parsed(source: ast.Module | str) -> ast.Module:
@@ -545,14 +602,16 @@ def raw_client_handed_on(module: str, source: ast.Module | str) -> set[tuple[str
 
 def trimmed_built(module: str, source: ast.Module | str) -> dict[str, set[tuple[str, str]]]:
     """The (module, function) pairs of ``source`` that build a TrimmedIndex (``built``), call the
-    raw client's accessor (``accessed``) and read the web context's private client (``private``)."""
+    raw client's accessor (``accessed``), read the web context's private client, a TrimmedIndex's
+    private attributes or any attribute by reflection (``private``), and reach the web context's
+    ``searcher`` (``searchers``)."""
     tree = _parsed(source)
     visitor = _TrimmedBuilt(module, tree)
     visitor.visit(tree)
     return {kind: {(module, where) for where in found} for kind, found in vars(visitor).items() if kind in KINDS}
 
 
-KINDS = ("built", "accessed", "private")
+KINDS = ("built", "accessed", "private", "searchers")
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:
@@ -595,7 +654,14 @@ def test_the_searchers_index_is_built_where_the_searcher_is_known_and_the_raw_cl
             found[kind] |= pairs
     _named_exactly(found["built"], TRIMMED_BUILDERS, "building a TrimmedIndex", "take the searcher's index: Searcher.index")
     _named_exactly(found["accessed"], OPERATOR_SOLR_CALLERS, "getting the raw client", "a searcher's view takes Searcher.index")
-    assert not found["private"], f"the web context's client read outside web/context.py: {sorted(found['private'])}"
+    assert not found["private"], f"private state read outside its module, or by reflection: {sorted(found['private'])}"
+
+
+def test_only_the_named_places_build_a_searcher() -> None:
+    """Review R, 3(c): ``ctx.searcher(any principals)`` would search as anyone; it is reached only
+    where the searcher is known."""
+    found = {pair for module, source in _sources() for pair in trimmed_built(module, source)["searchers"]}
+    _named_exactly(found, SEARCHER_CALLERS, "building a searcher", "take the request's Searcher (shared.who_searches)")
 
 
 RAW_CALLS = """
@@ -715,7 +781,7 @@ def test_the_searchers_rule_is_a_type_check_an_alias_or_a_raw_request_fails_it()
     handed = {where for _module, where in raw_client_handed_on(module, ALIASED)}
     assert handed == {"through: in_thread", "bound: partial", "raw", "handler"}  # raw, handler: take the client
     built = trimmed_built(module, ALIASED)
-    assert built == {"built": set(), "accessed": {(module, "search")}, "private": {(module, "aliased")}}
+    assert built == {"built": set(), "accessed": {(module, "search")}, "private": {(module, "aliased")}, "searchers": set()}
     # a raw request of Solr anywhere in searchcrawl, not only in web/, search/ and commands/
     outside = "def ready(url, index):\n    return index.request('GET', 'select?q=*:*') or get_json(f'{url}/select?rows=0')\n"
     assert solr_queries("searchcrawl.ops.health", outside) == {("searchcrawl.ops.health", "ready")}
@@ -726,5 +792,67 @@ def test_the_searchers_rule_is_a_type_check_an_alias_or_a_raw_request_fails_it()
         "built": {("searchcrawl.web.context", "searcher")},
         "accessed": set(),
         "private": set(),
+        "searchers": set(),
     }
     assert trimmed_built(module, door)["private"] == {(module, "searcher")}  # a view reading the context's client
+
+
+DODGES = """
+import copy
+from searchcrawl.search.search_run import run_search
+
+async def inner(ctx: WebContext, request: Request) -> Response:
+    searcher = await who_searches(ctx, request)
+    return await in_thread(run_search, searcher.index._index, request.query_params["q"])
+
+async def aliased(ctx: WebContext, request: Request) -> Response:
+    searcher = await who_searches(ctx, request)
+    s = searcher.index._index
+    return s.search("*:*")
+
+async def reflected(ctx: WebContext, request: Request) -> Response:
+    raw = vars(ctx)["_solr"]
+    return raw.search("*:*")
+
+async def through_dict(ctx: WebContext, request: Request) -> Response:
+    return ctx.__dict__["_" + "solr"].search("*:*")
+
+async def named(ctx: WebContext, request: Request, name: str) -> Response:
+    client = getattr(ctx, name)
+    return await in_thread(run_search, client, request.query_params["q"])
+
+async def anyone(ctx: WebContext, request: Request) -> Response:
+    searcher = ctx.searcher(Principals("x", frozenset({"group:board"})))
+    return await in_thread(run_search, searcher.index, request.query_params["q"])
+
+async def loosened(ctx: WebContext, request: Request) -> Response:
+    searcher = await who_searches(ctx, request)
+    idx = copy.copy(searcher.index)
+    idx._filters, idx._params = [], {}
+    return await in_thread(run_search, idx, request.query_params["q"])
+"""
+
+BELOW = """
+from searchcrawl.semantic.lookup import whole_documents
+
+def handed(ctx: WebContext, q: str) -> Any:
+    return whole_documents(ctx.operator_solr(), q)
+"""
+
+
+def test_the_searchers_rule_finds_the_reviews_dodges() -> None:
+    """Review R, 3: each dodge of the rule found: the client a TrimmedIndex holds (``_index``),
+    reached by reflection (``vars``, ``__dict__``, ``getattr`` with a name), the door that binds any
+    principals called from a view, a TrimmedIndex's trimming set, and the raw client handed to a new
+    helper below search/ (the takers are an allowlist again)."""
+    module = "searchcrawl.web.views.search_views"
+    asked = {where for _module, where in solr_queries(module, DODGES)}
+    assert asked == {"aliased", "reflected", "through_dict"}
+    handed = {where for _module, where in raw_client_handed_on(module, DODGES)}
+    assert handed == {"inner: in_thread", "named: in_thread"}
+    built = trimmed_built(module, DODGES)
+    assert built["private"] == {
+        (module, where) for where in ("inner", "aliased", "reflected", "through_dict", "named", "loosened")
+    }
+    assert built["searchers"] == {(module, "anyone")}
+    assert raw_client_handed_on(module, BELOW) == {(module, "handed: whole_documents")}

@@ -14,7 +14,11 @@ Trimmed as every search is: to the public documents, or with ``--as USER`` to wh
 their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its service account: no
 password of theirs is asked). A directory that does not answer leaves the public documents only,
 and says so on stderr. A database that cannot be read leaves the order Solr's own, said on
-stderr."""
+stderr. Semantic search that cannot be had (a wrong SEARCHCRAWL_EMBEDDINGS, the model's package or
+file missing, a model that does not answer its probe within SEARCHCRAWL_EMBED_TIMEOUT, asked once)
+leaves the words alone, said on stderr ("semantic search off: <reason>"): the operator's diagnostic
+search works when semantic search does not. A query cut to the page's length, and hybrid search
+left off because --rows reaches past the fused window, are said on stderr too."""
 
 from __future__ import annotations
 
@@ -31,14 +35,20 @@ from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
-from searchcrawl.search.query import matching
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import Hit, SearchPage, run_search, snippet_parts
+from searchcrawl.search.query import MAX_QUERY_CHARS, matching
+from searchcrawl.search.search_request import MAX_VALUE_CHARS, SearchRequest
+from searchcrawl.search.search_run import Hit, SearchPage, fuses, run_search, snippet_parts
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import EmbeddingFailed
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import paths
 from searchcrawl.system.secrets import SecretError
+
+# what leaves a command's search without its semantic half: a wrong setting (DimensionMismatch is a
+# ValueError), a model file or package missing, a key file unreadable, a model that does not answer
+SEMANTIC_OFF = (ValueError, OSError, ImportError, SecretError, EmbeddingFailed)
+REASON_CHARS = 300  # of a failure's message on stderr
 
 
 def format_hits(page: SearchPage) -> list[str]:
@@ -65,9 +75,49 @@ def search(
     """The search page's first page for ``query`` (of ``source`` only if given), ``rows`` hits,
     of what the searcher of ``index`` may read (``run_search``, facets not asked: not printed);
     IndexingError when no node of Solr answers."""
-    asked = [("q", query), *((("source", source),) if source else ())]
-    request = SearchRequest.from_params(asked)
+    request = request_of(query, source)
     return run_search(index, request, rows=rows, rules=rules, ranking={"facet": "false"}, semantic=semantic)
+
+
+def request_of(query: str, source: str | None) -> SearchRequest:
+    """The search page's request for ``?q=<query>&source=<source>`` (the query stripped and cut
+    to MAX_QUERY_CHARS, as the page's)."""
+    return SearchRequest.from_params([("q", query), *((("source", source),) if source else ())])
+
+
+def notes(query: str, source: str | None, rows: int, semantic: SemanticSearch | None) -> list[str]:
+    """What the command searches otherwise than it was asked, for stderr: the query or the source
+    cut short (the page's limits), and hybrid search left off for ``rows`` past the fused window."""
+    request = request_of(query, source)
+    said = []
+    if request.q != query.strip():
+        said.append(f"searchcrawl: the query was cut to its first {MAX_QUERY_CHARS} characters")
+    if source and request.values("source") != [source]:
+        said.append(f"searchcrawl: --source was cut to its first {MAX_VALUE_CHARS} characters")
+    if semantic is not None and not fuses(request, rows, semantic):
+        said.append(
+            f"searchcrawl: hybrid search off: --rows {rows} is above the fused window of {semantic.window} hits"
+            " (the words' order alone)"
+        )
+    return said
+
+
+def semantic_of(settings: BaseSettings, solr: SolrIndex) -> SemanticSearch | None:
+    """The installation's semantic search for one search, or None: off, or, said on stderr, when
+    it cannot be had (``SEMANTIC_OFF``). Its model is probed once, within SEARCHCRAWL_EMBED_TIMEOUT:
+    one that does not answer is not asked again for the query (which would wait as long again)."""
+    try:
+        return semantic_search(
+            settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
+            settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
+            solr,
+            settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+            answering=True,
+        )
+    except SEMANTIC_OFF as exc:
+        reason = printable(f"{type(exc).__name__}: {exc}"[:REASON_CHARS])
+        print(f"searchcrawl: semantic search off: {reason}", file=sys.stderr)
+        return None
 
 
 def rules_of(db_url: str) -> Rules:
@@ -91,7 +141,7 @@ def format_bets(bets: list[Hit]) -> list[str]:
 
 def principals_of(settings: BaseSettings, user: str | None) -> Principals:
     """The searcher's principals: public only without ``user``; ``user``'s from the directory
-    (UsageError without one)."""
+    (UsageError without one; a directory that fails gives the public's, with its error: fail closed)."""
     if user is None:
         return Principals.anonymous()
     try:
@@ -100,7 +150,10 @@ def principals_of(settings: BaseSettings, user: str | None) -> Principals:
         raise UsageError(str(exc)) from None
     if directory is None:
         raise UsageError("the searchers' directory is not configured: SEARCHCRAWL_LDAP_URL is not set")
-    return directory.principals(user)
+    try:
+        return directory.principals(user)
+    except Exception as exc:  # noqa: BLE001 - it never should; if it does, fail closed: the public's, said
+        return Principals.of(user, [], error=f"the directory failed ({type(exc).__name__})")
 
 
 def searcher_index(settings: BaseSettings, user: str | None, solr: SolrIndex | None = None) -> TrimmedIndex:
@@ -144,15 +197,12 @@ class Command(ScrapyCommand):
         # SOLR_URL: one URL, or a collection's URLs on several nodes, comma-separated
         solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))
         index = searcher_index(self.settings, opts.user, solr)
-        semantic = semantic_search(
-            self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
-            self.settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
-            solr,
-            self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
-        )
+        semantic = semantic_of(self.settings, solr)
+        query = " ".join(args)
+        for note in notes(query, opts.source, opts.rows, semantic):
+            print(note, file=sys.stderr)
         try:
             rules = rules_of(paths.db_url(self.settings))
-            query = " ".join(args)
             page = search(index, query, opts.rows, opts.source, rules, semantic)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
@@ -160,7 +210,7 @@ class Command(ScrapyCommand):
             return
         for line in format_bets(page.bets):  # above the hits, as on the search page (trimmed alike)
             print(printable(line))
-        print(f"{matching(page.total)} {query!r}")
+        print(printable(f"{matching(page.total)} {page.request.q!r}"))  # the query searched (stripped, cut)
         if page.suggestions:  # nothing matched: the page's "Did you mean"
             print(printable(f"Did you mean {', '.join(text for text, _url in page.suggestions)}?"))
         for line in format_hits(page):

@@ -243,6 +243,7 @@ class Command(ScrapyCommand):
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
         prefix = opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", "")
         config = web_config(settings, loader, host, port, prefix)
+        _become(config.explain_environ or {})
         _say_what_is_off(config)
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, config.prefix)
         # forwarded headers are the application's to read (trusted_proxies)
@@ -251,11 +252,12 @@ class Command(ScrapyCommand):
 
 def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, port: int, prefix: str) -> WebConfig:
     """The application's configuration (web/app.py) for serving on ``host:port`` under ``prefix``,
-    each setting checked (a wrong one is a usage error that names it), once the environment the
-    crawls it starts inherit is ready (``_environ_for_crawls``)."""
+    each setting checked (a wrong one is a usage error that names it), with the environment the
+    crawls and explains it starts get (``explain_environ``: ``_environ_for_crawls``). It changes
+    nothing, the process's environment included: `scrapy web` makes that the crawls' itself."""
     from searchcrawl.web.app import WebConfig
 
-    credentials, metrics_token = _environ_for_crawls(settings, host, port)
+    credentials, metrics_token, crawls_environ = _environ_for_crawls(settings, host, port)
     project_cfg = closest_scrapy_cfg()
     proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
     rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
@@ -274,7 +276,7 @@ def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, po
         suggestions=settings.getbool("SEARCHCRAWL_WEB_SUGGESTIONS", True),
         stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
         session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
-        explain_environ=dict(os.environ),
+        explain_environ=crawls_environ,
         directory=directory_of(settings),
         user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
         proxies=proxies,
@@ -307,17 +309,25 @@ def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, po
     )
 
 
-def _environ_for_crawls(settings: BaseSettings, host: str, port: int) -> tuple[tuple[str, str] | None, str | None]:
-    """The administration's credentials and /metrics' bearer token (web/metrics_endpoint.py),
-    read, then taken out of the environment: the crawls and explains this server starts inherit
-    its environment, not its secrets. They refuse its services instead: they are told where they
-    are, this server's own address included (crawl/own_services.py)."""
+def _environ_for_crawls(
+    settings: BaseSettings, host: str, port: int
+) -> tuple[tuple[str, str] | None, str | None, dict[str, str]]:
+    """The administration's credentials and /metrics' bearer token (web/metrics_endpoint.py), and
+    the environment the crawls and explains this server starts get: its own, without those
+    secrets, and telling them where its services are, this server's own address included, so that
+    they refuse them (crawl/own_services.py). Read, never changed."""
     credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
-    os.environ.pop(secrets.WEB_PASSWORD, None)
     metrics_token = secrets.secret(METRICS_TOKEN)
-    os.environ.pop(METRICS_TOKEN, None)
-    os.environ.update(own_service_environ(settings.get, host, port))
-    return credentials, metrics_token
+    environ = {name: value for name, value in os.environ.items() if name not in (secrets.WEB_PASSWORD, METRICS_TOKEN)}
+    return credentials, metrics_token, {**environ, **own_service_environ(settings.get, host, port)}
+
+
+def _become(environ: dict[str, str]) -> None:
+    """This process's environment made ``environ`` (the crawls'), for the crawls it starts as
+    processes of its own (ops/launchers.py LocalLauncher), which inherit it: its secrets gone."""
+    for name in set(os.environ) - set(environ):
+        del os.environ[name]
+    os.environ.update(environ)
 
 
 def _source_names(loader: SourceSpiderLoader) -> list[str]:

@@ -284,12 +284,16 @@ def cut(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def semantic_search(current: str, previous: str, index: SolrIndex, timeout: float = 30) -> SemanticSearch | None:
+def semantic_search(
+    current: str, previous: str, index: SolrIndex, timeout: float = 30, *, answering: bool = False
+) -> SemanticSearch | None:
     """The installation's semantic search from SEARCHCRAWL_EMBEDDINGS (``current``) and
     SEARCHCRAWL_EMBEDDINGS_PREVIOUS (``previous``), each with its floor (``?floor=`` of its
     setting, else its calibrated one); None when it is off. A model whose
     dimension does not match is refused here, at start (``DimensionMismatch``); one that does
-    not answer now is not: searches are then words alone until it does."""
+    not answer now is not: searches are then words alone until it does. ``answering``: it is
+    (``EmbeddingFailed`` raised), for a command that searches once and would otherwise wait for
+    the model a second time, on its query."""
     embedder = embedder_from(current, timeout)
     if embedder is None:
         return None
@@ -301,6 +305,8 @@ def semantic_search(current: str, previous: str, index: SolrIndex, timeout: floa
         try:
             checked(model)
         except EmbeddingFailed as exc:
+            if answering:
+                raise
             logger.warning("The embedding model %s does not answer now: %s", model.model_id, exc)
     chosen = [SemanticModel(embedder, spec_floor(current))]
     if old is not None:

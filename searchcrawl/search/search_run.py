@@ -310,6 +310,14 @@ class WordsQuery:
     semantic: SemanticSearch | None
 
 
+def fuses(request: SearchRequest, rows: int, semantic: SemanticSearch | None) -> bool:
+    """Whether semantic search orders ``request``'s page of ``rows`` hits: it is on, the page is
+    sorted by relevance, and it ends within the fused window (``semantic.window``); beyond it, the
+    words query's own order (fusing a page past the window would rank what was never fused)."""
+    start = (request.page - 1) * rows
+    return semantic is not None and request.sort in ("", "relevance") and start + rows <= semantic.window
+
+
 def words_query(
     request: SearchRequest, rows: int, ranking: Mapping[str, Any] | None, semantic: SemanticSearch | None
 ) -> WordsQuery:
@@ -323,7 +331,7 @@ def words_query(
     params.update(filter_params)
     params.update(FACET_PARAMS)
     params.update(ranking or {})
-    if semantic is not None and (request.sort not in ("", "relevance") or start + rows > semantic.window):
+    if not fuses(request, rows, semantic):
         semantic = None  # sorted otherwise, or beyond the fused window: the words query's order
     highlight = {name: params.pop(name) for name in list(params) if name == "hl" or name.startswith("hl.")}
     if semantic is None:

@@ -34,6 +34,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import pysolr
@@ -86,12 +87,44 @@ VECTOR_FIELD = re.compile(r"m[0-9a-f]{10}_v[0-9]{1,4}")  # embedders.field_name'
 
 class TrimmedIndex:
     """The index as one searcher may read it: Solr (``index``, shared by every request) and the
-    searcher's ``principals``, whose trimming every query sent through ``search`` carries."""
+    searcher's ``principals``, whose trimming every query sent through ``search`` carries.
+
+    Read-only (slots, no attribute set after ``__init__``, the trimming a tuple and a read-only
+    mapping), so that neither a view nor a copy (``copy.copy`` gives the same object) can loosen
+    the trimming or change the principals it reports without changing the trimming."""
+
+    __slots__ = ("_filters", "_index", "_params", "_principals")
+    _index: SolrIndex
+    _principals: Principals
+    _filters: tuple[str, ...]
+    _params: Mapping[str, str]
 
     def __init__(self, index: SolrIndex, principals: Principals) -> None:
-        self._index = index
-        self.principals = principals
-        self._filters, self._params = solr_trimming(principals)
+        filters, params = solr_trimming(principals)
+        for name, value in (
+            ("_index", index),
+            ("_principals", principals),
+            ("_filters", tuple(filters)),
+            ("_params", MappingProxyType(dict(params))),
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a TrimmedIndex is read-only: {name} cannot be set")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a TrimmedIndex is read-only: {name} cannot be deleted")
+
+    def __copy__(self) -> TrimmedIndex:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TrimmedIndex:
+        return self
+
+    @property
+    def principals(self) -> Principals:
+        """Whose index this is: the principals its trimming was built from."""
+        return self._principals
 
     def search(self, query: str, params: Mapping[str, Any], boosting: Mapping[str, Any] | None = None) -> pysolr.Results:
         """Solr's answer to ``query`` with ``params`` (besides the trimming, which is always

@@ -130,14 +130,16 @@ class WebConfig:
     source_names: Callable[[], list[str]]
     schedule_of: Callable[[str], Schedule | None]
     launcher: Launcher
-    solr_auth: tuple[str, str] | None = None
-    credentials: tuple[str, str] | None = None
+    # secrets (Solr's and the administration's user and password, the click key, the crawls' whole
+    # environment) are left out of the repr: a logged or asserted config never prints them
+    solr_auth: tuple[str, str] | None = field(default=None, repr=False)
+    credentials: tuple[str, str] | None = field(default=None, repr=False)
     prefix: str = ""
     rows: int = 10
     suggestions: bool = True  # SEARCHCRAWL_WEB_SUGGESTIONS: the search box's, while typing
     stale_after: float = 600
     session_lifetime: float = 8 * 3600
-    explain_environ: dict[str, str] | None = None
+    explain_environ: dict[str, str] | None = field(default=None, repr=False)
     solr_timeout: float = 30
     # who searches: the directory that checks searchers' passwords and gives their principals
     # (None: no sign-in, everyone sees public documents only), a trusted proxy's user header
@@ -154,7 +156,7 @@ class WebConfig:
     # too, and the key signing click links (None: a random one for this process)
     analytics_days: int = 0
     log_users: bool = False
-    click_key: bytes | None = None
+    click_key: bytes | None = field(default=None, repr=False)
     # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
     api_origins: tuple[str, ...] = ()
     # each API token's rate (api.py's RateLimit): requests a minute (0: no limit) and burst

@@ -4,17 +4,24 @@ its hybrid search; without Solr."""
 
 from __future__ import annotations
 
+import argparse
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
+from scrapy.settings import Settings
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.commands import search as search_command
+from searchcrawl.rules.ranking_rules import Rules
+from searchcrawl.search import hybrid
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
+from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.search_request import SearchRequest
 from searchcrawl.search.search_run import MARK_CLOSE, MARK_OPEN, run_search
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import EmbeddingFailed
 from tests.search.test_search_run import AskedSolr, answer
 
 
@@ -89,3 +96,102 @@ def test_the_commands_lines_keep_their_format_and_any_schemes_url() -> None:
     solr = AskedSolr(SimpleNamespace(hits=1, docs=found, highlighting=marked, facets={}, spellcheck=None))
     shown = search_command.search(TrimmedIndex(solr, Principals.anonymous()), "harbour")  # type: ignore[arg-type]
     assert search_command.format_hits(shown) == ["1. (no title)", "   smb://fs/share/a.txt", "   a *harbour* & <b>"]
+
+
+class AnySolr:
+    """A SolrIndex whose every search finds the documents ``found`` (the words query, and the
+    page's documents fetched after a fusion); what it is asked, recorded."""
+
+    def __init__(self, *found: str) -> None:
+        self.found = [doc(item) for item in found]
+        self.asked: list[dict[str, Any]] = []
+
+    def search(self, query: str, **params: Any) -> SimpleNamespace:
+        self.asked.append({"q": query, **params})
+        return SimpleNamespace(hits=len(self.found), docs=self.found, highlighting={}, facets={}, spellcheck=None)
+
+
+class Silent(Model):
+    """A model server that does not answer."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.asked += 1
+        raise EmbeddingFailed("http://127.0.0.1:1/v1 did not answer in 1 s")
+
+
+def run_command(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    query: str = "harbour",
+    rows: int = 10,
+    embeddings: str = "",
+    solr: AnySolr | None = None,
+) -> tuple[int, str, str]:
+    """``scrapy search <query> --rows <rows> -s SEARCHCRAWL_EMBEDDINGS=<embeddings>``'s exit code,
+    stdout and stderr, against a stand-in Solr (one hit) and no relevance rules."""
+    monkeypatch.setattr(search_command, "SolrIndex", lambda *_args, **_kwargs: solr or AnySolr("a"))
+    monkeypatch.setattr(search_command, "rules_of", lambda _url: Rules())
+    command = search_command.Command()
+    command.settings = Settings(
+        {"SOLR_URL": "http://127.0.0.1:1/solr/docs", "SEARCHCRAWL_EMBEDDINGS": embeddings, "SEARCHCRAWL_EMBED_TIMEOUT": 1}
+    )
+    command.run(query.split(" "), argparse.Namespace(rows=rows, source=None, user=None))
+    out = capsys.readouterr()
+    return command.exitcode, out.out, out.err
+
+
+def test_scrapy_search_goes_on_with_the_words_when_the_embeddings_setting_is_wrong(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review R, 2: an `openai:` model without its dimension ended the operator's search in a
+    traceback (DimensionMismatch); the words are searched, and why semantic search is off said."""
+    code, out, err = run_command(monkeypatch, capsys, embeddings="openai:http://127.0.0.1:1/v1?model=m")
+    assert code == 0 and "1. A\n   http://127.0.0.1/a" in out
+    (line,) = err.splitlines()
+    assert line.startswith("searchcrawl: semantic search off: DimensionMismatch: ") and "dimension" in line
+
+
+def test_scrapy_search_says_when_semantic_search_was_not_applied(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review R, 2: a model server that does not answer cost its timeout twice (the probe, then the
+    query), said nothing (the command's logging is off), and left words-only hits; now it is asked
+    once, and said."""
+    silent = Silent()
+    monkeypatch.setattr(hybrid, "embedder_from", lambda text, timeout: silent if text else None)
+    code, out, err = run_command(monkeypatch, capsys, embeddings="openai:http://127.0.0.1:1/v1?model=m&dimension=384")
+    assert code == 0 and "http://127.0.0.1/a" in out
+    assert err.splitlines() == ["searchcrawl: semantic search off: EmbeddingFailed: http://127.0.0.1:1/v1 did not answer in 1 s"]
+    assert silent.asked == 1
+
+
+def test_scrapy_search_prints_the_query_it_searched(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review R, 6: a query past MAX_QUERY_CHARS is cut, as the page cuts it: the header shows the
+    text searched, and stderr says it was cut."""
+    solr = AnySolr("a")
+    long = "harbour " * (MAX_QUERY_CHARS // 8 + 10)
+    code, out, err = run_command(monkeypatch, capsys, query=long, solr=solr)
+    searched = long.strip()[:MAX_QUERY_CHARS]
+    assert code == 0 and solr.asked[0]["q"] == searched
+    assert f"{searched!r}" in out.splitlines()[0] and f"{long.strip()!r}" not in out
+    assert err.splitlines() == [f"searchcrawl: the query was cut to its first {MAX_QUERY_CHARS} characters"]
+    code, out, err = run_command(monkeypatch, capsys, query="harbour")
+    assert out.splitlines()[0].endswith("'harbour'") and err == ""
+
+
+def test_scrapy_search_says_when_rows_exceed_the_fused_window(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review R, 6: ``--rows`` past the fused window (100) gives the words' order, not the hybrid
+    one: said on stderr; within it, fused, and nothing said."""
+    monkeypatch.setattr(hybrid, "embedder_from", lambda text, timeout: Model() if text else None)
+    setting = "openai:http://127.0.0.1:1/v1?model=m&dimension=384&floor=0.5"
+    _code, _out, err = run_command(monkeypatch, capsys, rows=200, embeddings=setting)
+    assert err.splitlines() == [
+        "searchcrawl: hybrid search off: --rows 200 is above the fused window of 100 hits (the words' order alone)"
+    ]
+    _code, _out, err = run_command(monkeypatch, capsys, rows=10, embeddings=setting)
+    assert err == ""

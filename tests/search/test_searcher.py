@@ -3,6 +3,7 @@ searcher's trimming, which no parameter of the caller's replaces."""
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Any
 
@@ -78,3 +79,27 @@ def test_a_refused_boost_is_asked_again_without_it_and_still_trimmed() -> None:
         (True, [*filters, DOCUMENTS]),
         (False, [*filters, DOCUMENTS]),
     ]
+
+
+def test_a_trimmed_index_cannot_be_untrimmed() -> None:
+    """Review R, 3(d): neither the index nor a copy of it can be loosened (its trimming emptied)
+    or report other principals than its trimming's."""
+    solr = Recording()
+    index = TrimmedIndex(solr, ALICE)  # type: ignore[arg-type]
+    for name, value in (("_filters", []), ("_params", {}), ("principals", Principals.anonymous()), ("_index", None)):
+        with pytest.raises(AttributeError):
+            setattr(index, name, value)
+        with pytest.raises(AttributeError):
+            setattr(copy.copy(index), name, value)
+        with pytest.raises(AttributeError):
+            delattr(copy.deepcopy(index), name)
+    with pytest.raises(AttributeError):  # no attribute of its own to add either
+        index.__dict__  # noqa: B018
+    with pytest.raises((AttributeError, TypeError)):  # its trimming held read-only, not a list or dict to empty
+        index._filters.clear()  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        index._params["access_tokens"] = "group:board"  # type: ignore[attr-defined]
+    index.search("harbour", {})
+    filters, params = solr_trimming(ALICE)
+    assert solr.asked[0]["fq"] == [*filters, DOCUMENTS] and params.items() <= solr.asked[0].items()
+    assert index.principals is ALICE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.search import searcher as searcher_module
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.searcher import OncePer
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
@@ -22,6 +24,7 @@ from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.shared import MAX_FORM_BYTES
 from searchcrawl.web.sign_on.sessions import FREE_FAILURES
 from searchcrawl.web.views.sign_on_views import throttle_key
+from tests.search.test_search_command import Model
 from tests.web_site import attempts_at_once
 
 PASSWORD = "unit-password-1"
@@ -174,3 +177,44 @@ def test_suggestions_cached_copies_and_the_api_solr_fails_share_the_once_a_minut
     assert kinds == {"Suggestions", "Cached copy", "API suggestions", "API search"}, kinds
     assert [record.levelno for record in failed].count(logging.WARNING) == 1, [r.getMessage()[:80] for r in failed]
     assert all(len(record.getMessage()) < 500 for record in failed)
+
+
+class Previous(Model):
+    model_id = "test/previous/0123456789ab"
+
+
+class Blocking:
+    """A backfill's ``complete`` check whose Solr is slow: it waits (at most ``bound`` seconds)
+    until released, and says whether it was."""
+
+    def __init__(self, bound: float = 5) -> None:
+        self.entered, self.released, self.bound = threading.Event(), threading.Event(), bound
+        self.held_to_the_end = False
+
+    def __call__(self, _model_id: str) -> bool:
+        self.entered.set()
+        self.held_to_the_end = not self.released.wait(self.bound)
+        return False
+
+
+@pytest.mark.parametrize("path", ["/?q=harbour", "/api/search?q=harbour"])
+def test_choosing_the_semantic_model_keeps_no_other_request_waiting(tmp_path: Path, path: str) -> None:
+    """Review R, 8: while SEARCHCRAWL_EMBEDDINGS_PREVIOUS is set, ``for_request`` asks Solr whether
+    the new model's passages are complete, once a minute; asked on the event loop, a slow Solr held
+    every request (a /suggest while typing here) for as long."""
+    config = unit_config(tmp_path)
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    app = create_app(config)
+    check = Blocking()
+    current, previous = SemanticModel(Model(), 0.5), SemanticModel(Previous(), 0.5)
+    app.state.web.semantic = SemanticSearch(current, previous, complete=check)
+    with TestClient(app, base_url="http://127.0.0.1") as web:
+        searching = threading.Thread(target=web.get, args=(path,), kwargs={"headers": {"authorization": f"Bearer {token}"}})
+        searching.start()
+        try:
+            assert check.entered.wait(5)
+            web.get("/suggest?q=harb")  # answered (its Solr refuses: 503) while the search waits on Solr
+        finally:
+            check.released.set()
+            searching.join(10)
+    assert not check.held_to_the_end

@@ -29,6 +29,7 @@ from searchcrawl.web.app import create_app
 from searchcrawl.web.shared import SEARCHER_COOKIE, SESSION_COOKIE, who_searches
 from searchcrawl.web.sign_on.searchers import Proxies, header_user
 from searchcrawl.web.sign_on.sessions import FREE_FAILURES
+from tests.search.test_searcher import Recording
 from tests.web.test_app import PASSWORD, attempt, unit_config
 from tests.web_site import attempts_at_once
 
@@ -367,3 +368,27 @@ def test_a_command_gets_the_searchers_index_from_as_user() -> None:
     assert isinstance(index, TrimmedIndex) and index.principals.tokens == {"public"} and index.principals.user is None
     with pytest.raises(UsageError, match="SEARCHCRAWL_LDAP_URL"):
         searcher_index(Settings(), "alice", solr)
+
+
+class RaisingDirectory(StandInDirectory):
+    """A directory that breaks its promise never to raise."""
+
+    def principals(self, user: str) -> Principals:
+        raise OSError("the directory's socket closed")
+
+
+@pytest.mark.parametrize("directory", [StandInDirectory(), RaisingDirectory()], ids=["error", "raises"])
+def test_searcher_index_fails_closed_and_says_so_when_the_directory_fails(
+    directory: StandInDirectory, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review R, 4: ``--as alice`` with a directory that does not answer (or raises) searches the
+    public documents only, with the deny filters of incomplete principals, said on stderr; never as
+    alice's name alone."""
+    directory.up = False
+    monkeypatch.setattr("searchcrawl.commands.search.directory_of", lambda _settings: directory)
+    recording = Recording()
+    index = searcher_index(Settings(), "alice", recording)  # type: ignore[arg-type]
+    assert index.principals.tokens == {"public"} and index.principals.error
+    index.search("harbour", {})
+    assert "*:* -access_deny:[* TO *]" in recording.asked[0]["fq"]
+    assert capsys.readouterr().err.rstrip("\n").endswith(": public documents only")

@@ -18,7 +18,7 @@ from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
+from searchcrawl.web.shared import answer_of, in_thread, request_semantic, searcher_principals
 from searchcrawl.web.sign_on.searchers import Searcher
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     query = SearchRequest.from_params(request.query_params)
     try:
         rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
-        semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
+        semantic = await request_semantic(ctx)  # the query embedded once
         page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
     except IndexingError as exc:
         log_failed_search("API search", query.q, exc)

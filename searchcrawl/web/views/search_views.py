@@ -30,6 +30,7 @@ from searchcrawl.web.shared import (
     in_thread,
     local_back,
     personal,
+    request_semantic,
     set_cookie,
     who_searches,
 )
@@ -70,7 +71,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
     searcher = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
-        semantic = ctx.semantic.for_request() if ctx.semantic is not None else None  # the query embedded once
+        semantic = await request_semantic(ctx)  # the query embedded once
         page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
         found = await answer_of(ctx, request, query, searcher.index, unasked=True, semantic=semantic)
     except IndexingError as exc:
