@@ -6,7 +6,8 @@ parameters over the /select handler's, and a rewriting of the query's text, appl
 queries of some shapes only), and its list fused with the kNN list ``fusion_lists`` kept for it
 (today's weights): nDCG@10 per kind and success@3, words alone and fused, per model.
 
-    .venv/bin/python -m tests.benchmarks.first_stage bench-lists --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb
+    .venv/bin/python -m tests.benchmarks.first_stage bench-lists --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb \\
+        --embeddings wordllama --embeddings onnx:<minilm jar>
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.evaluation import randomization_p, score_run
+from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.query import RANKINGS, Ranking, counted, every_word_counts, term_filter
 from searchcrawl.search.search_run import judged_hits
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import QUESTION, QUESTION_WORDS, WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet
-from tests.benchmarks.judged import ROOT, workspace
+from tests.benchmarks.judged import ROOT, embedded_passages, workspace
 from tests.benchmarks.reranking import print_rows
 from tests.benchmarks.solr_rerank import arguments, crawled, path_key
 
@@ -242,8 +244,39 @@ def diagnose(sets: Mapping[str, WordsSet]) -> None:
             )
 
 
+# The kNN query's text of a question, as typed or with its question words dropped (the words
+# query's own text as typed): ``passage_queries``.
+PASSAGE_TEXTS: dict[str, Callable[[str], str]] = {
+    "as typed": lambda text: text,
+    "opening words dropped": without_opening,
+    "question words dropped": without_question_words,
+}
+
+
+def passage_queries(sets: Mapping[str, WordsSet], core: str, specs: Sequence[str]) -> None:
+    """Each model of ``specs`` (SEARCHCRAWL_EMBEDDINGS' form) embeds the crawled sets' passages;
+    every judged query's kNN query is asked again, a question's under each of ``PASSAGE_TEXTS``,
+    and fused with today's words list of this crawl (the model's floor, today's weights)."""
+    for spec in specs:
+        for name, item in sets.items():
+            kind, embedder, _result = embedded_passages(core, spec, item.source)
+            model, words, urls = SemanticModel(embedder), item.words_lists("today", VARIANTS["today"]), item.kept.kept["urls"]
+            rows = {}
+            for label, text in PASSAGE_TEXTS.items():
+                ranked = {}
+                for query in item.kept.queries:
+                    asked = text(query.text) if query_shape(query.text) == QUESTION else query.text
+                    found = nearest_documents(item.index, model, asked, [term_filter("source", item.source)], {}, WINDOW)
+                    nearest = [item.kept_id.get(path_key(parent), parent) for parent, _doc in found]
+                    weight = knn_weight(model_key(embedder.model_id), query_shape(query.text))
+                    order = [doc for doc, _ in reciprocal_rank_fusion([words[query.qid], nearest], K, WINDOW, (1.0, weight))]
+                    ranked[query.qid] = [urls.get(doc, f"urn:searchcrawl:gone:{doc}") for doc in order[:DEPTH]]
+                rows[f"kNN query {label}"] = item.kept.figures(ranked)
+            print_rows(f"{name}, {kind}, the kNN query's text", rows)
+
+
 def main() -> None:
-    args = arguments(__doc__)
+    args = arguments(__doc__, embeddings=True)
     work, _out, solr = workspace("searchcrawl-first-stage-", "")
     core = solr.start(timeout=600)
     try:
@@ -251,6 +284,7 @@ def main() -> None:
         diagnose(sets)
         report(sets, VARIANTS)
         held_out(sets)
+        passage_queries(sets, core, args.embeddings)
     finally:
         solr.stop()
 

@@ -150,11 +150,16 @@ def crawled(folder: Path, scrapy_docs: str, work: Path, core: str) -> Iterator[t
         yield name, source
 
 
-def arguments(doc: str | None) -> argparse.Namespace:
-    """The command line of a benchmark that crawls the sets of a ``fusion_lists`` folder again."""
+def arguments(doc: str | None, embeddings: bool = False) -> argparse.Namespace:
+    """The command line of a benchmark that crawls the sets of a ``fusion_lists`` folder again
+    (``embeddings``: and embeds their passages with the models it names)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lists", help="the folder of tests.benchmarks.fusion_lists")
     parser.add_argument("--scrapy-docs", default="", metavar="DEB", help="python-scrapy-doc's .deb")
+    if embeddings:
+        parser.add_argument(
+            "--embeddings", action="append", default=[], metavar="SPEC", help="a model (SEARCHCRAWL_EMBEDDINGS' form)"
+        )
     return parser.parse_args()
 
 
