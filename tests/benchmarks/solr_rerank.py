@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -134,26 +134,44 @@ def ascended(sets: Sequence[SolrSet], model: str) -> Weights:
     return weights
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def crawled(folder: Path, scrapy_docs: str, work: Path, core: str) -> Iterator[tuple[str, str]]:
+    """(set, source) of every set whose lists ``folder`` keeps, once its site is crawled into
+    ``core`` and committed, as ``fusion_lists`` crawled it (``scrapy_docs``: the Scrapy
+    documentation's .deb)."""
+    for path in sorted(folder.glob("*.json")):
+        name = path.stem
+        if name == SCRAPY_DOCS:
+            source, site = "scrapydocs", debian_site(Path(scrapy_docs), work / f"site-{name}")
+        else:
+            site_name, source = SETS[name]
+            site = RealSite.unpack(site_name, work / f"site-{name}")
+        crawl(site, source, work, core)
+        pysolr.Solr(core, timeout=120).commit()
+        yield name, source
+
+
+def arguments(doc: str | None, embeddings: bool = False) -> argparse.Namespace:
+    """The command line of a benchmark that crawls the sets of a ``fusion_lists`` folder again
+    (``embeddings``: and embeds their passages with the models it names)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lists", help="the folder of tests.benchmarks.fusion_lists")
     parser.add_argument("--scrapy-docs", default="", metavar="DEB", help="python-scrapy-doc's .deb")
-    args = parser.parse_args()
+    if embeddings:
+        parser.add_argument(
+            "--embeddings", action="append", default=[], metavar="SPEC", help="a model (SEARCHCRAWL_EMBEDDINGS' form)"
+        )
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__)
     folder = Path(args.lists)
     work, _out, solr = workspace("searchcrawl-solr-rerank-", "")
     core = solr.start(timeout=600)
     try:
         index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
         sets: dict[str, SolrSet] = {}
-        for path in sorted(folder.glob("*.json")):
-            name = path.stem
-            if name == SCRAPY_DOCS:
-                source, site = "scrapydocs", debian_site(Path(args.scrapy_docs), work / f"site-{name}")
-            else:
-                site_name, source = SETS[name]
-                site = RealSite.unpack(site_name, work / f"site-{name}")
-            crawl(site, source, work, core)
-            pysolr.Solr(core, timeout=120).commit()
+        for name, source in crawled(folder, args.scrapy_docs, work, core):
             sets[name] = SolrSet(KeptSet(folder, name), index, source)
         none: Weights = (0.0,) * len(FEATURES)
         for model in next(iter(sets.values())).kept.models:
