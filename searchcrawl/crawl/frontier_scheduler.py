@@ -388,7 +388,10 @@ class FrontierScheduler(BaseScheduler):
         left = self._left()
         if self.buffer or self.frontier is None or left == 0:
             return
-        self.buffer.extend(self.frontier.lease(self.batch if left is None else min(self.batch, left)))
+        size = self.batch if left is None else min(self.batch, left)
+        self.buffer.extend(self.frontier.lease(size))
+        if not self.buffer and self.ledger.flush_links():  # links waiting for their batch: the next URLs, maybe
+            self.buffer.extend(self.frontier.lease(size))
         if not self.buffer:
             self.last_empty = time.monotonic()
             self.additions_at_empty = self.frontier.additions
