@@ -67,7 +67,7 @@ class OutcomeBatcher:
 
     def __init__(
         self,
-        write: Callable[[OutcomeList], object],
+        write: Callable[..., object],  # (outcomes), or (outcomes, writes before them)
         size: int = 100,
         interval: float = 0.5,
         name: str = "",

@@ -235,6 +235,18 @@ def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(
     assert drain(scheduler) == ["http://h.test/b.html"]
 
 
+def test_an_empty_frontier_writes_the_links_waiting_for_their_outcomes_batch_first(crawler_of) -> None:
+    """Issue 94: a page's links wait for the batch of its outcome (SEARCHCRAWL_LINKS_WITH_OUTCOMES);
+    a scheduler that finds the frontier empty writes them first, and leases them at once."""
+    crawler = crawler_of(SEARCHCRAWL_OUTCOME_BATCH=100, SEARCHCRAWL_OUTCOME_INTERVAL=60)
+    scheduler = opened(crawler)
+    ledger = ledger_of(crawler)
+    entries = [Entry("http://h.test/a.html", 1)]
+    ledger.before_outcomes(lambda connection: scheduler.admission.queue(entries, connection=connection))
+    assert counts(scheduler)["queued"] == 0
+    assert drain(scheduler) == ["http://h.test/a.html"]
+
+
 # --- at most SEARCHCRAWL_MAX_SITES sites at once ---------------------------------------------------
 
 
