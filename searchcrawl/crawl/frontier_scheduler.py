@@ -410,8 +410,9 @@ class FrontierScheduler(BaseScheduler):
             and self.frontier is not None
             and self.frontier.additions == self.additions_at_empty
             and time.monotonic() - self.last_empty < IDLE_RECHECK
+            and not self.ledger.links_waiting()
         ):
-            return None  # nothing new since the frontier was last found empty
+            return None  # nothing new since the frontier was last found empty, nor waiting to be written
         self._refill()
         if not self.buffer:
             return None

@@ -166,10 +166,14 @@ class LedgerWriter(Ledger):
         before them: a page's links, before its outcome is reported."""
         self.outcomes.add_before(write)
 
+    def links_waiting(self) -> bool:
+        """Whether links wait for their batch (``before_outcomes``)."""
+        return self.outcomes.holds_before()
+
     def flush_links(self) -> int:
         """Write the links that wait for their batch, if any (with the outcomes waiting): the
         scheduler found the frontier empty, and they may be its next URLs."""
-        return self.flush() if self.outcomes.holds_before() else 0
+        return self.flush() if self.links_waiting() else 0
 
     def _write_batch(self, outcomes: Sequence[tuple[str, Outcome]], before: Sequence[Callable[[Any], object]] = ()) -> object:
         """The batcher's write: ``record_batch``. Links that were not written after all are
