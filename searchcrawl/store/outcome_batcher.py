@@ -117,9 +117,7 @@ class OutcomeBatcher:
                 self._pending.append((url, outcome))
                 self._added += 1
                 self._keys.update(keys_of(outcome))
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                    self._thread.start()
+                self._start_writer()
                 if len(self._pending) >= self.size:
                     self._condition.notify_all()
         if not queued:
@@ -149,9 +147,14 @@ class OutcomeBatcher:
                 self._condition.notify_all()  # the writer, asleep without a deadline, sets one now
             self._before.append(write)
             self._added += 1
-            if self.threaded and self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                self._thread.start()
+            if self.threaded:
+                self._start_writer()
+
+    def _start_writer(self) -> None:
+        """The writer thread, on the first thing to write (under the condition's lock)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
 
     def holds_before(self) -> bool:
         """Whether writes added with ``add_before`` wait for their batch (the scheduler, finding

@@ -8,7 +8,8 @@ document goes on to the pipelines: a page is marked done by its outcome (its doc
 or why it has none: searchcrawl/rules/lifecycle.py), so a crash before that loses nothing (the
 page is simply fetched again), and a page without an outcome is never quietly done. With
 ``SEARCHCRAWL_LINKS_WITH_OUTCOMES`` (the default) the batch is handed to the ledger writer, which
-queues it in the transaction of its next batch of outcomes, before them (issue 94).
+queues it in the transaction of its next batch of outcomes, before them (issue 94); not for a
+source deleting orphans, whose links are marked linked at once, so their rows must exist then.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class ScopeMiddleware:
         if again:
             self.admission.queue(again, again=True)
         if links:
-            if self.ledger is not None and self.ledger.links_with_outcomes:
+            if self.ledger is not None and self.ledger.links_with_outcomes and not self.marks_linked:
                 # queued in the transaction of the batch that writes this page's outcome, before it
                 self.ledger.before_outcomes(lambda connection: self.admission.queue(links, connection=connection))
             else:

@@ -169,8 +169,10 @@ def test_without_a_run_admitted_requests_go_on_to_scrapy(crawler, middleware: Sc
     assert row(crawler, outside.url)["status"] == Status.EXCLUDED_DOMAIN
 
 
-def test_a_source_deleting_orphans_marks_its_links_as_linked(crawler_of) -> None:  # type: ignore[no-untyped-def]
-    crawler = crawler_of(SOURCE + 'orphans = "delete"\n')
+@pytest.mark.parametrize("batch", [1, 100])
+def test_a_source_deleting_orphans_marks_its_links_as_linked(crawler_of, batch: int) -> None:  # type: ignore[no-untyped-def]
+    # with outcomes in batches too: its links are queued at once, not with its outcome's batch
+    crawler = crawler_of(SOURCE + 'orphans = "delete"\n', SEARCHCRAWL_OUTCOME_BATCH=batch)
     middleware = build_from_crawler(ScopeMiddleware, crawler)
     run, _frontier = start_run(crawler)
     run_output(middleware, page(), [link("http://h.test/docs/a.html"), link("http://other.test/")])
