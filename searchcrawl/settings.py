@@ -156,6 +156,9 @@ SEARCHCRAWL_OUTCOME_INTERVAL = 0.5  # ... and at least every this many seconds. 
 # a timer for the interval); "auto": a thread over PostgreSQL, whose round trips the crawl would wait
 # on, none over SQLite, where a thread only hands Python's lock over (measured: issue 74)
 SEARCHCRAWL_OUTCOME_THREAD = "auto"
+# A page's links are queued in the transaction of the batch that writes its outcome, before it (one
+# turn at the writer lock for a batch of pages); False: in a transaction of their own a page (issue 94)
+SEARCHCRAWL_LINKS_WITH_OUTCOMES = True
 # A SQLite document table's writers take turns through a lock file beside it (store/writer_lock.py):
 # the kernel wakes the next at once, where SQLite's busy handler sleeps 1-100 ms (issue 94);
 # "auto": unless the crawl runs more processes than the machine has usable cores

@@ -388,7 +388,10 @@ class FrontierScheduler(BaseScheduler):
         left = self._left()
         if self.buffer or self.frontier is None or left == 0:
             return
-        self.buffer.extend(self.frontier.lease(self.batch if left is None else min(self.batch, left)))
+        size = self.batch if left is None else min(self.batch, left)
+        self.buffer.extend(self.frontier.lease(size))
+        if not self.buffer and self.ledger.flush_links():  # links waiting for their batch: the next URLs, maybe
+            self.buffer.extend(self.frontier.lease(size))
         if not self.buffer:
             self.last_empty = time.monotonic()
             self.additions_at_empty = self.frontier.additions
@@ -407,8 +410,9 @@ class FrontierScheduler(BaseScheduler):
             and self.frontier is not None
             and self.frontier.additions == self.additions_at_empty
             and time.monotonic() - self.last_empty < IDLE_RECHECK
+            and not self.ledger.links_waiting()
         ):
-            return None  # nothing new since the frontier was last found empty
+            return None  # nothing new since the frontier was last found empty, nor waiting to be written
         self._refill()
         if not self.buffer:
             return None

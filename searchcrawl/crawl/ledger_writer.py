@@ -25,6 +25,14 @@ still holds leased, so a kill -9 loses none: the URL is fetched again. ``flush``
 and whatever reads the table for what an outcome writes calls it first: the ledger's ``closing``
 and ``settle_pending`` (each Solr push) here, the scheduler's idle check and close, the cache
 before it seals a spool, the pipelines' look-ups of a checksum or display URL (``flush_for``).
+
+A page's links go with its outcome (``SEARCHCRAWL_LINKS_WITH_OUTCOMES``, issue 94): the scope
+middleware hands them over (``before_outcomes``), and they are queued in the transaction of the
+next batch, before its outcomes: the page's outcome comes after its links, so a kill -9 still
+loses nothing (a page whose outcome is not written stays leased, and is fetched again with its
+links), and a hundred pages take the writer lock once, where each page with new links took it
+for a transaction of its own. The scheduler, finding the frontier empty while links wait here,
+writes them first (``flush_links``).
 """
 
 from __future__ import annotations
@@ -97,8 +105,10 @@ class LedgerWriter(Ledger):
         self.test_mode = test_mode
         self.stats = crawler.stats
         settings = crawler.settings
+        self.links_with_outcomes = settings.getbool("SEARCHCRAWL_LINKS_WITH_OUTCOMES", True)
+        self.frontier: Frontier | None = None  # the run's (``run_started``)
         self.outcomes = OutcomeBatcher(
-            self.record_batch,
+            self._write_batch,
             size=settings.getint("SEARCHCRAWL_OUTCOME_BATCH", 100),
             interval=settings.getfloat("SEARCHCRAWL_OUTCOME_INTERVAL", 0.5),
             name=f"searchcrawl-outcomes-{source}",
@@ -135,6 +145,7 @@ class LedgerWriter(Ledger):
         """The run started: writes are now its own (they finish its frontier entries)."""
         self.flush()
         self.in_run(run.id, run.test_mode)
+        self.frontier = frontier
 
     def spider_opened(self) -> None:
         if not self.outcomes.threaded and self.outcomes.batching:  # the batches whose interval passed
@@ -149,6 +160,30 @@ class LedgerWriter(Ledger):
     def flush(self) -> int:
         """Write every outcome reported so far (store/outcome_batcher.py); returns how many waited."""
         return self.outcomes.flush()
+
+    def before_outcomes(self, write: Callable[[Any], object]) -> None:
+        """Run ``write`` (given the connection) in the transaction of the next batch of outcomes,
+        before them: a page's links, before its outcome is reported."""
+        self.outcomes.add_before(write)
+
+    def links_waiting(self) -> bool:
+        """Whether links wait for their batch (``before_outcomes``)."""
+        return self.outcomes.holds_before()
+
+    def flush_links(self) -> int:
+        """Write the links that wait for their batch, if any (with the outcomes waiting): the
+        scheduler found the frontier empty, and they may be its next URLs."""
+        return self.flush() if self.links_waiting() else 0
+
+    def _write_batch(self, outcomes: Sequence[tuple[str, Outcome]], before: Sequence[Callable[[Any], object]] = ()) -> object:
+        """The batcher's write: ``record_batch``. Links that were not written after all are
+        forgotten as queued (``Frontier.forget``): their pages stay leased, and are fetched again."""
+        try:
+            return self.record_batch(outcomes, before)
+        except Exception:
+            if before and self.frontier is not None:
+                self.frontier.forget()
+            raise
 
     def flush_for(self, column: str, value: Any) -> int:
         """Before a pipeline looks up ``value`` in ``column`` of the table (a checksum, a display

@@ -161,15 +161,16 @@ class Admission:
 
     # --- the one door into the run's frontier ---
 
-    def queue(self, entries: Sequence[Entry], again: bool = False) -> int:
+    def queue(self, entries: Sequence[Entry], again: bool = False, connection: Any = None) -> int:
         """Put admitted ``entries`` in the run's frontier: the links of a page (the scope
         middleware), a sitemap's URLs, an agent's listing, a request the engine schedules (the
         frontier scheduler). ``again``: the same URL once more in this run (a retry, a render
-        after a static fetch). Returns how many were stored (0 before the run started, or in a
-        read-only crawl, which has none). The one caller of the frontier's ``add``
-        (tests/store/test_one_writer.py)."""
+        after a static fetch). ``connection``: in that transaction (the ledger's batch, which
+        writes a page's links with its outcome). Returns how many were stored (0 before the run
+        started, or in a read-only crawl, which has none). The one caller of the frontier's
+        ``add`` (tests/store/test_one_writer.py)."""
         frontier = self.frontier
-        return frontier.add(entries, again=again) if frontier is not None and entries else 0
+        return frontier.add(entries, again=again, connection=connection) if frontier is not None and entries else 0
 
     # --- what it remembers ---
 

@@ -102,14 +102,21 @@ class Frontier:
         request, the boundary check and the database. A cache: False only means "not known here"."""
         return hash(url) in self._in_run
 
+    def forget(self) -> None:
+        """Forget which URLs are in the run (``in_run``): links remembered as queued by a
+        transaction that did not commit after all are queued again when next met."""
+        self._in_run.clear()
+
     def _remember(self, urls: Iterable[str]) -> None:
         if len(self._in_run) >= IN_RUN_LIMIT:
             self._in_run.clear()  # bounded memory; the table still discards repeats
         self._in_run.update(map(hash, urls))
 
-    def add(self, entries: Sequence[Entry], again: bool = False) -> int:
+    def add(self, entries: Sequence[Entry], again: bool = False, connection: Connection | None = None) -> int:
         """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
-        with ``again`` whatever their state in the run (a retry of a failed download).
+        with ``again`` whatever their state in the run (a retry of a failed download); in the
+        caller's transaction on ``connection`` (the ledger's batch: a page's links with its
+        outcome), else in one of its own.
 
         Returns how many were queued. A URL the document table does not know gets its row there
         (state queued); one known from earlier runs is queued again, its document state
@@ -156,7 +163,7 @@ class Frontier:
 
         # a deadlock with another transaction (one that does not write in key order) rolls this
         # one back, and it is run again (Database.transaction)
-        added = self.database.transaction(queue)
+        added = queue(connection) if connection is not None else self.database.transaction(queue)
         self._remember(unique)
         self.additions += added
         return added

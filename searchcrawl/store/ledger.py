@@ -229,23 +229,33 @@ class Ledger:
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
         return None
 
-    def record_batch(self, outcomes: Sequence[tuple[str, Outcome]]) -> list[State | None]:
+    def record_batch(
+        self, outcomes: Sequence[tuple[str, Outcome]], before: Sequence[Callable[[Connection], object]] = ()
+    ) -> list[State | None]:
         """Record several URLs' outcomes, in order, in one transaction (the ledger writer's
         batches, store/outcome_batcher.py): each read, decided and applied as ``record`` does;
         a row that changed under its write is read and decided again in the same transaction
         (on SQLite the transaction holds the write lock from its first write; on PostgreSQL each
-        read sees what committed). A batch that fails as a whole (a lock wait that timed out, a
-        deadlock between two nodes' batches, a bad value) is rolled back and recorded again one
-        outcome at a time, so that one outcome never holds back the others."""
-        if len(outcomes) == 1:
+        read sees what committed). ``before``: writes run first in it (the pages' links, issue
+        94). A batch that fails as a whole (a lock wait that timed out, a deadlock between two
+        nodes' batches, a bad value) is rolled back and recorded again one outcome at a time,
+        after ``before`` alone (which, failing again, raises: no outcome of the batch is then
+        recorded, their URLs stay leased), so that one outcome never holds back the others."""
+        if len(outcomes) == 1 and not before:
             url, outcome = outcomes[0]
             return [self.record(url, outcome)]
+
+        def batch(connection: Connection) -> list[State | None]:
+            for write in before:
+                write(connection)
+            return [self._record_within(connection, url, outcome) for url, outcome in outcomes]
+
         try:  # a deadlock with another node's batch is run again first (Database.transaction)
-            return self.table.database.transaction(
-                lambda connection: [self._record_within(connection, url, outcome) for url, outcome in outcomes]
-            )
+            return self.table.database.transaction(batch)
         except Exception as exc:  # noqa: BLE001 - each outcome again alone, below
             logger.warning("A batch of %d outcomes failed (%s): recorded one at a time", len(outcomes), exc)
+        if before:
+            self.table.database.transaction(lambda connection: [write(connection) for write in before])
         states: list[State | None] = []
         for url, outcome in outcomes:
             try:

@@ -24,6 +24,12 @@ waiting here carries (``flush_for``: within a process, duplicates are settled ex
 
 Plain threading, no Scrapy: the ledger writer (crawl/ledger_writer.py) owns one and feeds it.
 With ``size`` 1 every outcome is written at once, on the caller's thread, as before batching.
+
+Writes that must precede an outcome (``add_before``: a page's links, issue 94) wait with the
+outcomes and run first in the transaction of the next batch, whose write then takes them as its
+second argument: a page's links and its outcome commit together, or neither does (the page stays
+leased and is fetched again, its links with it), in one transaction for a hundred pages instead
+of one a page. ``flush`` writes them too.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ BACKLOG = 4  # batches that may wait at most: beyond that, ``add`` waits for the
 KEY_COLUMNS = ("checksum", "display_url")  # an outcome's columns a pipeline may look up before it is written
 
 OutcomeList = Sequence[tuple[str, Outcome]]
+Before = Callable[[Any], object]  # a write run first in a batch's transaction, given its connection
 
 
 def keys_of(outcome: Outcome) -> Iterable[tuple[str, Any]]:
@@ -60,7 +67,7 @@ class OutcomeBatcher:
 
     def __init__(
         self,
-        write: Callable[[OutcomeList], object],
+        write: Callable[..., object],  # (outcomes), or (outcomes, writes before them)
         size: int = 100,
         interval: float = 0.5,
         name: str = "",
@@ -76,6 +83,7 @@ class OutcomeBatcher:
         self._write_lock = threading.Lock()  # inline: one batch written at a time, in order
         self._condition = threading.Condition()
         self._pending: list[tuple[str, Outcome]] = []
+        self._before: list[Before] = []  # writes to run first in the next batch's transaction
         self._keys: Counter[Hashable] = Counter()  # of every outcome added and not yet written
         self._added = self._written = 0  # outcomes added and written since the start: flush's marks
         self._flush_to = 0  # a flush waits until this many are written
@@ -109,9 +117,7 @@ class OutcomeBatcher:
                 self._pending.append((url, outcome))
                 self._added += 1
                 self._keys.update(keys_of(outcome))
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                    self._thread.start()
+                self._start_writer()
                 if len(self._pending) >= self.size:
                     self._condition.notify_all()
         if not queued:
@@ -119,7 +125,7 @@ class OutcomeBatcher:
 
     def _add_inline(self, url: str, outcome: Outcome) -> None:
         with self._condition:
-            if not self._pending:
+            if not self._waiting():
                 self._first_at = time.monotonic()
             self._pending.append((url, outcome))
             self._added += 1
@@ -128,30 +134,67 @@ class OutcomeBatcher:
         if full:
             self._write_inline()
 
+    def add_before(self, write: Before) -> None:
+        """Run ``write`` (given the transaction's connection) first in the next batch's
+        transaction: before the outcomes added after it. Not batching: at once, in a
+        transaction of its own."""
+        if not self.batching:
+            self._write([], [write])
+            return
+        with self._condition:
+            if not self._waiting():
+                self._first_at = time.monotonic()
+                self._condition.notify_all()  # the writer, asleep without a deadline, sets one now
+            self._before.append(write)
+            self._added += 1
+            if self.threaded:
+                self._start_writer()
+
+    def _start_writer(self) -> None:
+        """The writer thread, on the first thing to write (under the condition's lock)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+
+    def holds_before(self) -> bool:
+        """Whether writes added with ``add_before`` wait for their batch (the scheduler, finding
+        the frontier empty, flushes them: they may be its next URLs)."""
+        with self._condition:
+            return bool(self._before)
+
+    def _waiting(self) -> bool:
+        """Whether anything waits for a batch (under the condition's lock)."""
+        return bool(self._pending or self._before)
+
     def write_due(self) -> int:
         """Without a thread: write what waits if its interval has passed (the owner's timer)."""
         with self._condition:
-            due = bool(self._pending) and time.monotonic() - self._first_at >= self.interval
+            due = self._waiting() and time.monotonic() - self._first_at >= self.interval
         return self._write_inline() if due else 0
 
     def _write_inline(self) -> int:
         with self._write_lock:
             with self._condition:
                 batch, self._pending = self._pending, []
+                before, self._before = self._before, []
                 self._first_at = 0.0
-            if not batch:
+            if not batch and not before:
                 return 0
-            self._write_batch(batch)
-        return len(batch)
+            self._write_batch(batch, before)
+        return len(batch) + len(before)
 
-    def _write_batch(self, batch: OutcomeList) -> None:
-        """Write ``batch``, then count it written (its keys forgotten, whoever waits told)."""
+    def _write_batch(self, batch: OutcomeList, before: Sequence[Before] = ()) -> None:
+        """Write ``batch`` (after ``before``), then count it written (its keys forgotten, whoever
+        waits told)."""
         try:
-            self._write(batch)
+            if before:
+                self._write(batch, before)
+            else:  # the write of outcomes alone takes them alone
+                self._write(batch)
         except Exception:  # written one by one already where the batch failed (Ledger.record_batch)
             logger.exception("Writing a batch of %d outcomes failed: their URLs stay leased, fetched again", len(batch))
         with self._condition:
-            self._written += len(batch)
+            self._written += len(batch) + len(before)
             self.batches += 1
             for _url, outcome in batch:
                 self._keys.subtract(keys_of(outcome))
@@ -202,20 +245,21 @@ class OutcomeBatcher:
         """Whether a batch is to be written now (under the condition's lock)."""
         if self._closed or self._flush_to > self._written or len(self._pending) >= self.size:
             return True
-        return bool(self._pending) and time.monotonic() - self._first_at >= self.interval
+        return self._waiting() and time.monotonic() - self._first_at >= self.interval
 
     def _run(self) -> None:
         while True:
             with self._condition:
                 while not self._due():
-                    timeout = None if not self._pending else max(0.0, self.interval - (time.monotonic() - self._first_at))
+                    timeout = None if not self._waiting() else max(0.0, self.interval - (time.monotonic() - self._first_at))
                     self._condition.wait(timeout)
-                if not self._pending:
+                if not self._waiting():
                     if self._closed:
                         return
                     continue
                 batch, self._pending = self._pending[: self.size], self._pending[self.size :]
+                before, self._before = self._before, []  # added before every outcome of the batch
                 if not self._pending:
                     self._first_at = 0.0  # else the oldest left is older still: due at once, or soon
                 self._condition.notify_all()  # an ``add`` waiting for room
-            self._write_batch(batch)
+            self._write_batch(batch, before)

@@ -235,6 +235,24 @@ def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(
     assert drain(scheduler) == ["http://h.test/b.html"]
 
 
+def test_an_empty_frontier_writes_the_links_waiting_for_their_outcomes_batch_first(crawler_of, monkeypatch) -> None:
+    """Issue 94: a page's links wait for the batch of its outcome (SEARCHCRAWL_LINKS_WITH_OUTCOMES);
+    a scheduler that finds the frontier empty writes them first, and leases them at once, also
+    just after it found the frontier empty (the engine, with nothing in flight, would ask again
+    only at its heartbeat, 5 s later: measured as 5 s of a 44 s crawl's event loop idle)."""
+    now = [1000.0]  # the scheduler's clock, which the test does not move
+    monkeypatch.setattr(frontier_scheduler, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    crawler = crawler_of(SEARCHCRAWL_OUTCOME_BATCH=100, SEARCHCRAWL_OUTCOME_INTERVAL=60)
+    scheduler = opened(crawler)
+    ledger = ledger_of(crawler)
+    assert scheduler.next_request() is None and scheduler.starved  # the frontier found empty
+    for url in ("http://h.test/a.html", "http://h.test/b.html"):
+        entries = [Entry(url, 1)]
+        ledger.before_outcomes(lambda connection, entries=entries: scheduler.admission.queue(entries, connection=connection))
+        assert counts(scheduler)["queued"] == 0
+        assert drain(scheduler) == [url]
+
+
 # --- at most SEARCHCRAWL_MAX_SITES sites at once ---------------------------------------------------
 
 

@@ -270,3 +270,78 @@ def test_without_a_thread_a_flush_from_another_thread_keeps_the_order() -> None:
     pusher.join(WAIT)
     batcher.flush()
     assert writes.urls == [f"u{number}" for number in range(500)]
+
+
+# --- writes before the outcomes: a page's links (issue 94) ---------------------------------------------
+
+
+class WritesWithBefore(Writes):
+    """A ``write`` that also takes the writes to run first, and runs them (as the ledger does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[list[str], int]] = []  # (the batch's URLs, how many writes before it)
+
+    def __call__(self, batch: Sequence[tuple[str, Outcome]], before: Sequence = ()) -> None:
+        for write in before:
+            write("the transaction")
+        self.calls.append(([url for url, _outcome in batch], len(before)))
+        super().__call__(batch)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_writes_added_before_an_outcome_run_first_in_its_batch(threaded) -> None:
+    """A page's links go into the batch of its outcome, before it, given that batch's transaction;
+    a flush writes links that wait without an outcome, and counts them."""
+    writes = WritesWithBefore()
+    ran: list[str] = []
+    batcher = OutcomeBatcher(writes, size=100, interval=60, threaded=threaded)
+    batcher.add_before(lambda connection: ran.append(f"links of a in {connection}"))
+    batcher.add("http://h/a", cached("one"))
+    assert batcher.holds_before() and ran == []  # nothing written before the batch
+    assert batcher.flush() == 2
+    assert ran == ["links of a in the transaction"] and writes.calls == [(["http://h/a"], 1)]
+    assert not batcher.holds_before()
+    batcher.add_before(lambda connection: ran.append("links of b"))
+    assert batcher.flush() == 1 and writes.calls[-1] == ([], 1)  # links alone: the scheduler needs them
+    batcher.add("http://h/c", cached("two"))
+    batcher.flush()
+    assert writes.calls[-1] == (["http://h/c"], 0)  # no links: the write of outcomes alone
+    batcher.close()
+
+
+def test_not_batching_a_write_before_runs_at_once_in_a_transaction_of_its_own() -> None:
+    writes = WritesWithBefore()
+    ran: list[str] = []
+    batcher = OutcomeBatcher(writes, size=1)
+    batcher.add_before(lambda connection: ran.append("links"))
+    assert ran == ["links"] and writes.calls == [([], 1)]
+
+
+def test_a_pages_links_and_its_outcome_commit_together_or_not_at_all(tmp_path, monkeypatch) -> None:
+    """``record_batch`` with writes before: the links are queued in the batch's transaction; when
+    it fails, and the links fail again alone, no outcome of the batch is recorded (its pages stay
+    leased, fetched again with their links)."""
+    ledger, frontier = ledger_in_run(tmp_path, "db.sqlite3")
+    frontier.add([Entry("http://h/a", 0)])
+    assert frontier.lease(10)
+    links = [Entry("http://h/a/1", 1), Entry("http://h/a/2", 1)]
+
+    def queue_links(connection) -> int:
+        return frontier.add(links, connection=connection)
+
+    assert ledger.record_batch([("http://h/a", cached("one"))], [queue_links]) == ["pending"]
+    assert [ledger.table.get("s", link.url)["frontier"] for link in links] == ["queued", "queued"]
+
+    frontier.add([Entry("http://h/b", 0)])
+    assert frontier.lease(10)
+
+    def broken(connection) -> int:
+        frontier.add([Entry("http://h/b/1", 1)], connection=connection)
+        raise ValueError("the disk is full")
+
+    with pytest.raises(ValueError):
+        ledger.record_batch([("http://h/b", cached("two"))], [broken])
+    assert ledger.table.get("s", "http://h/b/1") is None  # rolled back with the batch
+    b = ledger.table.get("s", "http://h/b")
+    assert b is not None and b["frontier"] == "leased" and b["state"] != "pending"

@@ -6,7 +6,10 @@ made otherwise (a custom spider's own) is admitted here, a link from the page (o
 or the page itself again. The admitted requests of a page are queued in one batch *before* its
 document goes on to the pipelines: a page is marked done by its outcome (its document cached,
 or why it has none: searchcrawl/rules/lifecycle.py), so a crash before that loses nothing (the
-page is simply fetched again), and a page without an outcome is never quietly done.
+page is simply fetched again), and a page without an outcome is never quietly done. With
+``SEARCHCRAWL_LINKS_WITH_OUTCOMES`` (the default) the batch is handed to the ledger writer, which
+queues it in the transaction of its next batch of outcomes, before them (issue 94); not for a
+source deleting orphans, whose links are marked linked at once, so their rows must exist then.
 """
 
 from __future__ import annotations
@@ -72,7 +75,11 @@ class ScopeMiddleware:
         if again:
             self.admission.queue(again, again=True)
         if links:
-            self.admission.queue(links)
+            if self.ledger is not None and self.ledger.links_with_outcomes and not self.marks_linked:
+                # queued in the transaction of the batch that writes this page's outcome, before it
+                self.ledger.before_outcomes(lambda connection: self.admission.queue(links, connection=connection))
+            else:
+                self.admission.queue(links)
             if self.marks_linked:
                 assert self.ledger is not None
                 self.ledger.mark_linked([link.url for link in links])

@@ -25,9 +25,10 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import ADMITTED, RENDER
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier
-from tests.components import start_run
+from tests.components import ledger_of, start_run
 
 SOURCE = """seeds = ["http://h.test/"]
 max_depth = 2
@@ -168,8 +169,10 @@ def test_without_a_run_admitted_requests_go_on_to_scrapy(crawler, middleware: Sc
     assert row(crawler, outside.url)["status"] == Status.EXCLUDED_DOMAIN
 
 
-def test_a_source_deleting_orphans_marks_its_links_as_linked(crawler_of) -> None:  # type: ignore[no-untyped-def]
-    crawler = crawler_of(SOURCE + 'orphans = "delete"\n')
+@pytest.mark.parametrize("batch", [1, 100])
+def test_a_source_deleting_orphans_marks_its_links_as_linked(crawler_of, batch: int) -> None:  # type: ignore[no-untyped-def]
+    # with outcomes in batches too: its links are queued at once, not with its outcome's batch
+    crawler = crawler_of(SOURCE + 'orphans = "delete"\n', SEARCHCRAWL_OUTCOME_BATCH=batch)
     middleware = build_from_crawler(ScopeMiddleware, crawler)
     run, _frontier = start_run(crawler)
     run_output(middleware, page(), [link("http://h.test/docs/a.html"), link("http://other.test/")])
@@ -189,3 +192,22 @@ def test_a_request_inheriting_the_pages_meta_is_judged_as_a_link(crawler, middle
         "http://other.test/": int(Status.EXCLUDED_DOMAIN),
         "http://h.test/docs/b.html": int(Status.EXCLUDED_DEPTH),
     }
+
+
+@pytest.mark.parametrize("with_outcomes", [True, False])
+def test_batching_outcomes_a_pages_links_are_queued_in_its_outcomes_batch(crawler_of, with_outcomes) -> None:  # type: ignore[no-untyped-def]
+    """Issue 94: with outcomes in batches, a page's links wait for the batch of its outcome and
+    are queued in its transaction, before it (``SEARCHCRAWL_LINKS_WITH_OUTCOMES``, the default);
+    turned off, in a transaction of their own at once, as before."""
+    crawler = crawler_of(
+        SEARCHCRAWL_OUTCOME_BATCH=100, SEARCHCRAWL_OUTCOME_INTERVAL=60, SEARCHCRAWL_LINKS_WITH_OUTCOMES=with_outcomes
+    )
+    middleware = build_from_crawler(ScopeMiddleware, crawler)
+    _run, frontier = start_run(crawler)
+    ledger = ledger_of(crawler)
+    run_output(middleware, page(), [link("http://h.test/docs/a.html"), link("http://h.test/docs/b.html")])
+    assert frontier.counts()["queued"] == (0 if with_outcomes else 2)
+    ledger.url_outcome(PAGE, Outcome(Event.FAILED, 503, "HTTP 503"))
+    assert ledger.flush() == (2 if with_outcomes else 1)  # its links and its outcome, or its outcome
+    assert ledger.outcomes.batches == 1  # one transaction for both
+    assert set(queued(frontier)) == {"http://h.test/docs/a.html", "http://h.test/docs/b.html"}
