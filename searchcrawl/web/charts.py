@@ -36,7 +36,7 @@ from itertools import count
 from unicodedata import east_asian_width
 
 from babel.dates import format_skeleton, format_time, get_datetime_format
-from babel.numbers import format_compact_decimal, format_decimal
+from babel.numbers import format_compact_decimal, format_decimal, format_scientific
 from markupsafe import Markup
 
 from searchcrawl.system import translations
@@ -85,9 +85,15 @@ def text(value: object, limit: int = LABEL_CHARS) -> str:
 def number(value: float) -> str:
     """A count or rate as a label, as the page's language writes numbers: 1,234; from 10,000 on its
     short form where it has one (12.5K, 3.4M; 3,4 Mio.; 1.2万), else the whole number (12.500); a
-    rate with one decimal, a fraction with two significant digits."""
+    rate with one decimal, a fraction with two significant digits. Past the short forms' largest
+    (trillions) in scientific notation (1.7E20): Babel's short form raises on such a number, and
+    a chart must draw whatever its series hold; a value that is no number is a dash."""
     locale = translations.current().locale
+    if not math.isfinite(value):
+        return "–"
     size = abs(value)
+    if size >= 1e15:
+        return format_scientific(value, format="#.#E0", locale=locale)
     if size >= 1e4:
         short = format_compact_decimal(value, format_type="short", fraction_digits=1, locale=locale)
         return short if any(char.isalpha() for char in short) else translations.number(round(value))

@@ -198,3 +198,17 @@ def test_requests_the_sources_tls_or_proxy_cannot_carry_are_network_failures() -
     assert issubclass(TransportFailed, RequestRefused) and global_object_name(TransportFailed) not in held_back_names()
     assert global_object_name(RequestRefused) in held_back_names()
     assert failure_counts({"downloader/exception_count": 4, failed: 4}) == {"network": 4}
+
+
+@pytest.mark.parametrize("value", [1e15, 1.7e20, -3.5e300, 1.7e308, float("inf"), float("nan")])
+def test_a_number_past_the_short_forms_is_written_not_raised(value: float) -> None:
+    """Babel's short form raised decimal.InvalidOperation on 1e300 (a chart of such counts, or a
+    tick above them, failed the page): past trillions a label is in scientific notation."""
+    label = charts.number(value)
+    assert label == "–" if value != value or value in (float("inf"), float("-inf")) else "E" in label
+
+
+def test_bars_of_huge_and_not_finite_values_are_drawn() -> None:
+    huge = [Series("a", [(0.0, 1e300), (1.0, 5.0)]), Series("b", [(0.0, float("inf")), (1.0, 1.7e20)])]
+    svg = stacked_bars("Pages", ["one", "two"], huge)
+    ET.fromstring(str(svg))
