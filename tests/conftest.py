@@ -573,6 +573,19 @@ def shared_server(kind: str) -> JvmServer:
 SHARED_SERVER_FIXTURES = {"solr": "dev_solr", "tika": "tika_url"}
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """A test that leaves one of the project's variables (OUTER_VARIABLES) in this process's
+    environment, after its fixtures are torn down, fails here: the tests run after it on the same
+    worker would read it as the shell's (a `scrapy web` test's environment once turned
+    test_without_the_environment_the_documented_defaults red on one worker in three). The
+    variables are removed first, so that only the test that left them fails."""
+    result = yield
+    left = scrub_environment(os.environ)
+    assert not left, f"{item.nodeid} left {left} in the environment: set them with monkeypatch"
+    return result
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     start_shared_servers_early(session.items)  # the tests selected to run, in their order
 

@@ -54,7 +54,9 @@ def test_web_configs_repr_holds_no_secret(configured: Settings) -> None:
         assert secret not in shown
 
 
-def test_the_crawls_environment_holds_neither_the_web_password_nor_the_metrics_token(configured: Settings) -> None:
+def test_the_crawls_environment_holds_neither_the_web_password_nor_the_metrics_token(
+    configured: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """And building the configuration changes nothing of the process's environment (it popped
     the two secrets and added the own services' addresses): `scrapy web` does that itself."""
     before = dict(os.environ)
@@ -63,6 +65,8 @@ def test_the_crawls_environment_holds_neither_the_web_password_nor_the_metrics_t
     environ = config.explain_environ or {}
     assert secrets.WEB_PASSWORD not in environ and METRICS_TOKEN not in environ
     assert environ["SEARCHCRAWL_WEB_PORT"] == "6800" and environ[secrets.SOLR_PASSWORD] == "solr-xyz"  # its own: Solr's kept
+    # _become changes this process's environment: a copy of it here, so that nothing reaches the tests after this one
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     _become(environ)  # what `scrapy web` then does, for the crawls it starts as its own processes
     assert os.environ.get(secrets.WEB_PASSWORD) is None and os.environ.get(METRICS_TOKEN) is None
     assert os.environ["SEARCHCRAWL_WEB_PORT"] == "6800"
