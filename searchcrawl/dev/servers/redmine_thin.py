@@ -116,8 +116,11 @@ class RedmineServer:
     def start(self) -> RedmineServer:
         for name in ("config", "files", "log", "tmp", "public/plugin_assets"):
             (self.folder / name).mkdir(parents=True)
+        # timeout: SQLite's busy wait (Rails sets none without it): Redmine's own background work
+        # (its mails, deliver_later) writes beside a runner's transaction, whose commit otherwise
+        # failed at once with the database locked (a CI run of the dev examples, 1 in 3)
         (self.folder / "config" / "database.yml").write_text(
-            f"production:\n  adapter: sqlite3\n  database: {self.folder}/redmine.sqlite3\n  encoding: utf8\n"
+            f"production:\n  adapter: sqlite3\n  database: {self.folder}/redmine.sqlite3\n  encoding: utf8\n  timeout: 10000\n"
         )
         key = self.folder / "config" / "secret_key.txt"
         key.touch(0o600)  # Redmine signs its cookies with it; it runs as this process's user
@@ -160,7 +163,8 @@ class RedmineServer:
         done = subprocess.run(
             ["ruby", "bin/rails", "runner", str(script)], cwd=PACKAGE, env=self.env(), capture_output=True, text=True, timeout=600
         )
-        assert done.returncode == 0, done.stderr[-3000:]
+        # the error's first lines (its class and message) and the end of its trace
+        assert done.returncode == 0, done.stderr[:1500] + "\n...\n" + done.stderr[-1500:]
         return done.stdout
 
     # -- the REST API -----------------------------------------------------------------------
