@@ -188,7 +188,7 @@ def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | 
     index = SolrIndex(solr_url, timeout=LIVE_NODES_TIMEOUT, auth=auth)
     try:
         answer = index.request("get", "admin/collections?action=CLUSTERSTATUS&wt=json", "did not name its live nodes", node=True)
-        live = json.loads(answer)["cluster"]["live_nodes"]
+        live = cluster_nodes(json.loads(answer)["cluster"])
     except IndexingError as exc:
         if is_standalone(exc):
             logger.debug("A standalone Solr: no SolrCloud live nodes to learn")
@@ -203,6 +203,27 @@ def live_solr_nodes(solr_url: str, auth: tuple[str, str] | None) -> LiveNodes | 
     services = [node for node in nodes if node is not None]
     logger.debug("SolrCloud's live nodes, never crawled: %s", ", ".join(f"{node.host}:{node.port}" for node in services))
     return services, addresses_of(node.host for node in services)
+
+
+def cluster_nodes(cluster: dict[str, Any]) -> list[str]:
+    """The names of a SolrCloud's nodes in its cluster state: the live nodes, and every node a
+    replica of a collection is on, live or not. A node that dropped out of the live nodes for a
+    moment (its ZooKeeper session lost on a busy machine) is the installation's Solr still, and
+    answers again a moment later: it was crawled (a CI run, the other node's select gave 200)."""
+    names = [str(name) for name in cluster["live_nodes"]]
+    for collection in _members(cluster, "collections"):
+        for shard in _members(collection, "shards"):
+            for replica in _members(shard, "replicas"):
+                name = replica.get("node_name")
+                if isinstance(name, str) and name not in names:
+                    names.append(name)
+    return names
+
+
+def _members(parent: object, key: str) -> list[dict[str, Any]]:
+    """The objects under ``parent[key]`` (a JSON object of objects), none where it is not one."""
+    found = parent.get(key) if isinstance(parent, dict) else None
+    return [value for value in found.values() if isinstance(value, dict)] if isinstance(found, dict) else []
 
 
 # a live node's name: host:port_context (``solr_node1:8983_solr``; a host name may hold ``_``)

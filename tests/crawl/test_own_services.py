@@ -189,3 +189,30 @@ def test_a_live_nodes_name_is_split_at_its_ports_underscore(monkeypatch: pytest.
     assert node_address("solr-1.solr_headless:8984_solr_x") == "solr-1.solr_headless:8984"
     assert node_address("[::1]:8983_solr") == "[::1]:8983"
     assert node_address("solr_node1") is None
+
+
+def test_a_replicas_node_is_refused_while_it_is_out_of_the_live_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI run on a loaded machine: the cluster's other node had dropped out of the live nodes
+    for a moment (its ZooKeeper session lost) when the crawl read them, and its select was
+    fetched (200). Every node a replica is on is the installation's Solr too, live or not; a
+    cluster state of another shape names only its live nodes."""
+    replica = {"node_name": "10.0.0.9:8984_solr", "base_url": "http://10.0.0.9:8984/solr", "state": "down"}
+    state = {
+        "cluster": {
+            "live_nodes": ["10.0.0.8:8983_solr"],
+            "collections": {
+                "docs": {
+                    "shards": {"shard1": {"replicas": {"core_node1": {"node_name": "10.0.0.8:8983_solr"}, "core_node2": replica}}}
+                },
+                "odd": {"shards": ["not", "an", "object"]},
+                "odder": None,
+            },
+        }
+    }
+    monkeypatch.setattr(SolrIndex, "request", lambda self, *args, **kwargs: json.dumps(state))
+    learnt = live_solr_nodes("http://10.0.0.8:8983/solr/docs", None)
+    assert learnt is not None
+    assert [(node.host, node.port) for node in learnt[0]] == [("10.0.0.8", 8983), ("10.0.0.9", 8984)]
+    state["cluster"]["collections"] = "no objects"
+    learnt = live_solr_nodes("http://10.0.0.8:8983/solr/docs", None)
+    assert learnt is not None and [(node.host, node.port) for node in learnt[0]] == [("10.0.0.8", 8983)]

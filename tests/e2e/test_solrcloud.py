@@ -417,5 +417,7 @@ def test_a_crawl_never_requests_a_live_node_that_solr_url_does_not_name(cloud: L
     done = project.scrapy("crawl", name)
     assert done.returncode == 0, done.stderr[-3000:]
     row = project.table().get(name, canonical(seed))
-    assert row is not None and row["status"] == Status.OWN_SERVICE, row
+    # on failure, what the crawl said of the live nodes (learnt, or not and why)
+    said = [line for line in done.stderr.splitlines() if "live nodes" in line]
+    assert row is not None and row["status"] == Status.OWN_SERVICE, (row, said)
     assert "is a node of Solr of this installation" in row["reason"]

@@ -102,9 +102,14 @@ class AddressGuardMiddleware:
         self.agent_scheme = agent_scheme
         self.resolver: GuardedHostnameResolver | None = None
         # a SolrCloud's live nodes, asked for when the engine starts (requests wait for that
-        # first answer, ``learning``) and again every SEARCHCRAWL_SOLR_NODES_REFRESH seconds
-        self.learning: Deferred[Any] | None = None
-        self.asking: Deferred[Any] | None = None
+        # first answer: ``answered`` stays false until ``_learnt`` ran once) and again every
+        # SEARCHCRAWL_SOLR_NODES_REFRESH seconds, one question at a time (``in_question``). Not a
+        # Deferred's ``called``: a chain is "called" once its first step (the names' addresses)
+        # has its result, while its second (the cluster state) still runs, and the crawl's
+        # first requests went on unguarded then (a CI run fetched the other node's select)
+        self.asked = False
+        self.answered = False
+        self.in_question = False
         self.waiting: list[Deferred[None]] = []
         self.refresh: LoopingCall | None = None
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
@@ -141,15 +146,14 @@ class AddressGuardMiddleware:
         """Resolve the services' names again, and ask a SolrCloud for its live nodes (on a
         thread, one question at a time): they are refused like SOLR_URL's, a node that joins
         later too, and a name's new address as well as its old."""
-        if self.asking is not None and not self.asking.called:
+        if self.in_question:
             return
+        self.asked = self.in_question = True
         settings = self.crawler.settings
-        self.asking = deferToThread(own_services_now, settings.get)
-        self.asking.addCallback(lambda found: self.policy.own.add(*found))
-        self.asking.addCallback(lambda _: deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings)))
-        self.asking.addCallbacks(self._learnt, self._not_learnt)
-        if self.learning is None:
-            self.learning = self.asking
+        asking = deferToThread(own_services_now, settings.get)
+        asking.addCallback(lambda found: self.policy.own.add(*found))
+        asking.addCallback(lambda _: deferToThread(live_solr_nodes, paths.solr_url(settings), paths.solr_auth(settings)))
+        asking.addCallbacks(self._learnt, self._not_learnt)
 
     def _learnt(self, found: LiveNodes | None) -> None:
         """The live nodes are refused; none learnt from what may be a SolrCloud: fail closed
@@ -167,6 +171,7 @@ class AddressGuardMiddleware:
                 logger.info("The SolrCloud's live nodes are learnt again: only they are refused")
             own.nodes_known()
             own.add(*found)
+        self.answered, self.in_question = True, False
         self._release()
 
     def _not_learnt(self, failure: Failure) -> None:
@@ -181,7 +186,7 @@ class AddressGuardMiddleware:
 
     async def solr_nodes_learnt(self) -> None:
         """Wait until the SolrCloud's live nodes are known (or its asking failed)."""
-        if self.learning is not None and not self.learning.called:
+        if self.asked and not self.answered:
             waiter: Deferred[None] = Deferred()
             self.waiting.append(waiter)
             await maybe_deferred_to_future(waiter)

@@ -358,3 +358,43 @@ def test_solr_in_a_container_is_refused_at_its_container_address(tmp_path: Path)
         source_crawler(tmp_path, source, SOLR_URL="http://localhost:8983/solr/core", SEARCHCRAWL_CRAWL_SOLR_PORTS=True),
     )
     assert check(allowed, dump) is None
+
+
+def test_the_first_requests_wait_for_the_cluster_state_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI run on a loaded machine fetched the cluster's other node (its select, 200): the
+    first requests waited for the asking's chain to be "called", which it is once its first
+    step (the services' names resolved) has a result, while the cluster state was still being
+    read on its thread. They wait for the live nodes' answer itself."""
+    from twisted.internet.defer import Deferred
+
+    from searchcrawl.crawl.middlewares import address_guard
+    from searchcrawl.rules.addresses import OwnService
+
+    other = OwnService("a node of Solr", "127.0.0.1", 8984)
+    state: Deferred[object] = Deferred()
+    threads = {"own_services_now": lambda get: succeed(([], {})), "live_solr_nodes": lambda url, auth: state}
+    monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: threads[call.__name__](*args))
+    seed = "http://127.0.0.1:8984/solr/docs/select?q=*:*"
+    crawler = source_crawler(
+        tmp_path, f'seeds = ["{seed}"]\nindex_dynamic_pages = true\n', SOLR_URL="http://127.0.0.1:8983/solr/docs"
+    )
+    middleware = build_from_crawler(AddressGuardMiddleware, crawler)
+    middleware.engine_started()
+    assert middleware.asked and not middleware.answered
+    middleware.learn_solr_nodes()  # a refresh while the question is open asks nothing more
+
+    async def first_request() -> Status | None:
+        crawled = asyncio.ensure_future(middleware.process_request(Request(seed)))
+        for _ in range(20):  # the event loop turns; the request waits on the cluster state
+            await asyncio.sleep(0)
+        assert not crawled.done()
+        state.callback(([other], {}))
+        try:
+            await crawled
+        except RequestRefused as refused:
+            return Status(refused.status)
+        return None
+
+    assert asyncio.run(first_request()) == Status.OWN_SERVICE
+    assert middleware.answered and not middleware.in_question
+    middleware.engine_stopped()
