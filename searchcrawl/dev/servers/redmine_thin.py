@@ -123,9 +123,7 @@ class RedmineServer:
             f"production:\n  adapter: sqlite3\n  database: {self.folder}/redmine.sqlite3\n  encoding: utf8\n  timeout: 10000\n"
         )
         # its mails kept in the process (ActionMailer's test delivery): none leaves for an MTA on localhost:25
-        (self.folder / "config" / "configuration.yml").write_text(
-            "production:\n  email_delivery:\n    delivery_method: :test\n"
-        )
+        (self.folder / "config" / "configuration.yml").write_text("production:\n  email_delivery:\n    delivery_method: :test\n")
         key = self.folder / "config" / "secret_key.txt"
         key.touch(0o600)  # Redmine signs its cookies with it; it runs as this process's user
         key.write_text(secrets.token_hex(32))
