@@ -308,8 +308,12 @@ def test_a_test_crawl_runs_in_the_background_and_says_what_it_does() -> None:
     work.reported.set()
     wait_for(lambda: crawl.result is not None, what="the result")
     assert crawl.result == (True, "new 5") and crawl.seconds() >= 0
-    again = crawls.start("session-a", page, Held())  # done: a new one replaces it
+    done = Held()  # let through at once: a held one's thread outlived the test, failing 30 s later in the log
+    done.crawled.set()
+    done.reported.set()
+    again = crawls.start("session-a", page, done)  # done: a new one replaces it
     assert again is not None and again is not crawl and crawls.of("session-a") is again
+    wait_for(lambda: again.result is not None, what="the second result")
 
 
 def test_test_crawls_wait_for_a_free_slot_and_a_failure_is_said() -> None:
