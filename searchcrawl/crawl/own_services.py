@@ -209,7 +209,7 @@ def cluster_nodes(cluster: dict[str, Any]) -> list[str]:
     """The names of a SolrCloud's nodes in its cluster state: the live nodes, and every node a
     replica of a collection is on, live or not. A node that dropped out of the live nodes for a
     moment (its ZooKeeper session lost on a busy machine) is the installation's Solr still, and
-    answers again a moment later: it was crawled (a CI run, the other node's select gave 200)."""
+    answers again a moment later: refused like the live ones."""
     names = [str(name) for name in cluster["live_nodes"]]
     for collection in _members(cluster, "collections"):
         for shard in _members(collection, "shards"):

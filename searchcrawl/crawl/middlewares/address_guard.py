@@ -159,20 +159,22 @@ class AddressGuardMiddleware:
         """The live nodes are refused; none learnt from what may be a SolrCloud: fail closed
         (``OwnServices.nodes_unknown``), with a WARNING when that begins."""
         own = self.policy.own
-        if found is None:
-            if not own.unknown_nodes:
-                logger.warning(
-                    "The SolrCloud's live nodes cannot be learnt from SOLR_URL (its cluster state is refused or "
-                    "does not answer): every internal address on a port of SOLR_URL's nodes is refused until they are"
-                )
-            own.nodes_unknown(solr_nodes(self.crawler.settings.get))
-        else:
-            if own.unknown_nodes:
-                logger.info("The SolrCloud's live nodes are learnt again: only they are refused")
-            own.nodes_known()
-            own.add(*found)
-        self.answered, self.in_question = True, False
-        self._release()
+        try:
+            if found is None:
+                if not own.unknown_nodes:
+                    logger.warning(
+                        "The SolrCloud's live nodes cannot be learnt from SOLR_URL (its cluster state is refused or "
+                        "does not answer): every internal address on a port of SOLR_URL's nodes is refused until they are"
+                    )
+                own.nodes_unknown(solr_nodes(self.crawler.settings.get))
+            else:
+                if own.unknown_nodes:
+                    logger.info("The SolrCloud's live nodes are learnt again: only they are refused")
+                own.nodes_known()
+                own.add(*found)
+        finally:  # whatever happened, the question is closed: no request waits for ever, none asks twice
+            self.answered, self.in_question = True, False
+            self._release()
 
     def _not_learnt(self, failure: Failure) -> None:
         logger.debug("No SolrCloud live nodes learnt: %s", failure.value)

@@ -398,3 +398,36 @@ def test_the_first_requests_wait_for_the_cluster_state_itself(tmp_path: Path, mo
     assert asyncio.run(first_request()) == Status.OWN_SERVICE
     assert middleware.answered and not middleware.in_question
     middleware.engine_stopped()
+
+
+def test_a_failure_while_taking_the_answer_in_holds_no_request_for_ever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The question closes whatever happens while its answer is taken in: the waiting requests go
+    on (and are checked) and the next refresh asks again, instead of every request waiting."""
+    from twisted.internet.defer import Deferred
+
+    from searchcrawl.crawl.middlewares import address_guard
+    from searchcrawl.rules.addresses import OwnService
+
+    state: Deferred[object] = Deferred()
+    threads = {"own_services_now": lambda get: succeed(([], {})), "live_solr_nodes": lambda url, auth: state}
+    monkeypatch.setattr(address_guard, "deferToThread", lambda call, *args: threads[call.__name__](*args))
+    middleware = build_from_crawler(AddressGuardMiddleware, source_crawler(tmp_path, f'seeds = ["{SEED}"]\n'))
+    middleware.engine_started()
+
+    def broken(*services: object) -> None:
+        raise RuntimeError("taking the answer in failed")
+
+    async def first_request() -> bool:
+        waiting = asyncio.ensure_future(middleware.solr_nodes_learnt())
+        for _ in range(20):  # the event loop turns; the request waits on the cluster state
+            await asyncio.sleep(0)
+        assert not waiting.done()
+        monkeypatch.setattr(middleware.policy.own, "add", broken)
+        state.addErrback(lambda failure: None)  # the chain's failure, said here, not at collection
+        state.callback(([OwnService("a node of Solr", "127.0.0.1", 8984)], {}))
+        await asyncio.wait_for(waiting, 30)
+        return True
+
+    assert asyncio.run(first_request())
+    assert middleware.answered and not middleware.in_question
+    middleware.engine_stopped()
