@@ -22,6 +22,7 @@ from searchcrawl.commands import open_database
 from searchcrawl.ops import configuration_backup as backup
 from searchcrawl.ops.terminal import printable
 from searchcrawl.system import paths
+from searchcrawl.system.atomic_files import write_atomically
 from searchcrawl.web.source_editor import refused_new_source
 
 
@@ -63,7 +64,7 @@ class Command(ScrapyCommand):
             if len(args) == 1 or args[1] == "-":
                 sys.stdout.write(text)
             else:
-                backup.write_atomically(Path(args[1]), text)
+                write_atomically(Path(args[1]), text)
                 os.chmod(args[1], 0o600)  # the tokens' hashes and the sources' secret names
                 print(f"Backup written to {args[1]}: {len(exported['sources'])} sources", file=sys.stderr)
             for item in exported["left_out"]:

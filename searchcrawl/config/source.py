@@ -771,18 +771,56 @@ def _sibling(resource: Traversable, name: str) -> Traversable:
     return parent.joinpath(name)
 
 
+# What a source text may not hold anywhere, in a string or a comment too: a line end other than LF
+# and CRLF (a lone CR, NEL, VT, FF, the file separators, U+2028, U+2029), any other control
+# character but tab, and a byte order mark. Each reader of a text splits its lines its own way
+# (tomllib: LF and CRLF; Python's universal newlines: a lone CR too; str.splitlines: NEL, FF and
+# U+2028 as well; a browser's form: CRLF), and one text must be one source to every one of them:
+# the editor's guard once read a lone-CR text as no TOML while the loader, through universal
+# newlines, read the same bytes as a files source over a server folder (issue 99).
+_NOT_IN_A_SOURCE = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]|\r(?!\n)")
+
+
+class SourceTextError(ValueError):
+    """A source text that is no source: not UTF-8, a character no source holds, or not TOML (one line)."""
+
+
+def source_data(text: str | bytes) -> dict[str, Any]:
+    """A source file's text (its exact bytes, or those decoded) as TOML data: the one reading of a
+    source, by the crawl's loader, ``scrapy list``, the source editor's guard, a backup's export and
+    a restore alike. No newline is translated, nothing is stripped: a text that ``tomllib`` alone
+    would read otherwise than a line-based reader is refused (``_NOT_IN_A_SOURCE``)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:  # UTF-16 too; the message names the byte's offset, never the text
+            raise SourceTextError(f"not UTF-8 text (byte {exc.start})") from None
+    odd = _NOT_IN_A_SOURCE.search(text)
+    if odd is not None:
+        line = text.count("\n", 0, odd.start()) + 1
+        what = "a lone carriage return" if odd.group() == "\r" else f"the character U+{ord(odd.group()):04X}"
+        raise SourceTextError(
+            f"line {line}: {what}: a source file holds text lines ended by LF or CRLF, and no control character but tab"
+            " (write one in a string as an escape, e.g. \\u000c)"
+        )
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceTextError(f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib has no nesting limit
+        raise SourceTextError("not valid TOML: nested too deeply") from None
+
+
 def load_source(source_file: SourceFile) -> Source:
     """Parse and validate one source file; raise SourceError with a precise message."""
     origin = source_file.origin
     if not SOURCE_NAME.match(source_file.name):
         raise SourceError(f"{origin}: the file name must be a source name (letters, digits, '_', '-', '.')")
     try:
-        data = tomllib.loads(source_file.resource.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SourceError(f"{origin}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib has no nesting limit
-        raise SourceError(f"{origin}: not valid TOML: nested too deeply") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = source_data(source_file.resource.read_bytes())
+    except SourceTextError as exc:
+        raise SourceError(f"{origin}: {exc}") from None
+    except OSError as exc:
         raise SourceError(f"{origin}: cannot be read: {exc}") from None
     try:
         settings = SourceSettings.model_validate(data)

@@ -39,19 +39,19 @@ import logging
 import os
 import re
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from searchcrawl.config.source import DISABLED, SOURCE_NAME, SourceError, SourceFile, load_source
+from searchcrawl.config.source import DISABLED, SOURCE_NAME, SourceError, SourceFile, SourceTextError, load_source, source_data
 from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
 from searchcrawl.store.relevance_rules import LIMITS, RelevanceStore
+from searchcrawl.system.atomic_files import write_atomically
 from searchcrawl.system.secrets import SECRET_NAME, VARIABLE_NAME
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext
@@ -93,8 +93,8 @@ def named_files(text: str) -> tuple[list[str], list[str]]:
     """The files a source file's ``text`` names beside it, to copy (seed files, ``[tls]`` CA bundle
     and client certificate) and to leave out (``[tls]`` client key; absolute paths)."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        data = source_data(text)
+    except SourceTextError:
         return [], []
     named = [name for name in data.get("seed_files", []) if isinstance(name, str)]
     tls: dict[str, Any] = data["tls"] if isinstance(data.get("tls"), dict) else {}
@@ -110,8 +110,8 @@ def source_secrets(text: str) -> list[str]:
     ``[tls] client_key_secret``, an agent's ``password_secret``): each the name of an environment
     variable, never a secret itself (the loader refuses anything else)."""
     try:
-        data: Any = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):
+        data: Any = source_data(text)
+    except SourceTextError:
         return []
     found: list[str] = []
     tables = [data]
@@ -135,7 +135,11 @@ def export_sources(sources_dir: Path | None) -> tuple[dict[str, dict[str, str]],
     if sources_dir is None:
         return sources, left_out
     for path in sorted(sources_dir.glob("*.toml")):
-        text = path.read_text(encoding="utf-8")
+        try:  # its exact text: no line end translated (a restore checks and loads what was saved)
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            left_out.append(f"{path.stem}: cannot be read as UTF-8 text ({getattr(exc, 'strerror', None) or type(exc).__name__})")
+            continue
         files = {path.name: text}
         copied, skipped = named_files(text)
         left_out += [f"{path.stem}: {name}: a private key or a file outside the sources folder" for name in skipped]
@@ -232,6 +236,7 @@ class RestorePlan:
     # the sources the source editor refuses, "name: why": problems, or restored (``trusted``)
     refused: list[str] = field(default_factory=list)
     secrets: dict[str, list[str]] = field(default_factory=dict)  # a secret the sources name: those sources
+    trusted: bool = False  # made with --trust-sources: a refused source is no problem, so no hint to give it
 
     @property
     def ok(self) -> bool:
@@ -519,7 +524,7 @@ def plan_restore(
     administrator), a line of the plan."""
     problems: list[str] = []
     parsed = parse_backup(backup, problems)
-    plan = RestorePlan(parsed, problems=problems)
+    plan = RestorePlan(parsed, problems=problems, trusted=trusted)
     loaded = _checked_sources(plan, refusal, trusted)
     problems += _occupied(parsed, database, sources_dir)
     try:
@@ -572,7 +577,7 @@ def _validated_sources(
             for file_name, text in texts.items():
                 target = folder / file_name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
+                target.write_bytes(text.encode("utf-8"))  # the exact text: the loader reads it as saved
             for file_name in [*copied, *left_out]:
                 placed = sources_dir / file_name if sources_dir is not None and safe_file_name(file_name) else None
                 if file_name not in texts and placed is not None and placed.is_file():
@@ -632,27 +637,12 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
         raise
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as written:
-            written.write(text)
-            written.flush()
-            os.fsync(written.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def plan_text(plan: RestorePlan, applied: bool) -> Iterable[str]:
     """The plan's report: what was (or would be) restored, and the problems that stop it."""
     if plan.problems:
         yield "Nothing was restored: the backup cannot be restored here:"
         yield from (f"  problem: {problem}" for problem in plan.problems)
-        if plan.refused:
+        if plan.refused and not plan.trusted:
             yield "A source the source editor refuses is restored by the server's administrator: import with --trust-sources."
         return
     yield "Restored:" if applied else "Dry run: this would be restored (run again with --apply to restore it):"

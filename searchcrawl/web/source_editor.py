@@ -32,7 +32,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -41,15 +40,26 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from searchcrawl.config.source import DISABLED, SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.config.source import (
+    DISABLED,
+    SOURCE_NAME,
+    Source,
+    SourceError,
+    SourceFile,
+    SourceTextError,
+    load_source,
+    source_data,
+)
 from searchcrawl.config.source_derived import fingerprint, rule_chain
 from searchcrawl.crawl.own_services import addresses_of
 from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.addresses import ip_of, is_local_or_link_local, is_localhost_name
+from searchcrawl.rules.boundary import normalize_host
 from searchcrawl.rules.maintenance import recrawl_reasons
 from searchcrawl.store import Database
 from searchcrawl.store.plans import plan_batch
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.atomic_files import write_atomically
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext, number
 
@@ -124,12 +134,18 @@ def guarded_change(saved: str, edited: str, local_seeds: bool = False) -> str:
     added, removed or changed from the ``saved`` text (""), or a seed that the saved text does
     not have of this server's files (``file:``), or, unless ``local_seeds``
     (SEARCHCRAWL_WEB_LOCAL_SEEDS), a host that a key admitting hosts newly names
-    (``admitted_hosts``) on a loopback or link-local address (``local_host``). Read as TOML: a
-    text that is none is the loader's to refuse."""
+    (``admitted_hosts``) on a loopback or link-local address (``local_host``). Both texts are read
+    as the loader reads a source (``source_data``): an edited text it cannot read is refused here,
+    never passed on (a lone-CR text once read as no TOML here and as a source by the loader), and a
+    saved text it cannot read counts as empty, so that every guarded key the edit has is a change."""
     try:
-        old, new = tomllib.loads(saved) if saved else {}, tomllib.loads(edited)
-    except (tomllib.TOMLDecodeError, RecursionError):
-        return ""
+        new = source_data(edited)
+    except SourceTextError as exc:
+        return str(exc)
+    try:
+        old = source_data(saved) if saved else {}
+    except SourceTextError:
+        old = {}
     changed = [key for key in GUARDED_KEYS if old.get(key) != new.get(key)]
     if changed:
         return _(
@@ -193,8 +209,9 @@ def admitted_hosts(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 def local_host(host: str) -> str | None:
     """The loopback or link-local address ``host`` is, or resolves to now (``localhost`` and its
     subdomains without asking), or None: a name that does not resolve is the crawl's address
-    guard's to refuse."""
-    host = host.strip()
+    guard's to refuse. The host is taken as the crawl takes it (``normalize_host``: one trailing dot
+    dropped, so ``169.254.169.254.`` is the literal it spells, issue 99)."""
+    host = normalize_host(host)
     if is_localhost_name(host):
         return host
     addresses = [host] if ip_of(host) is not None else addresses_of([host]).get(host, [])
@@ -301,7 +318,7 @@ class SourceFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         scratch = self.path / f".{name}.{random_names.token_hex(8)}.checking"  # never a *.toml: no source
         try:
-            scratch.write_text(text, encoding="utf-8")
+            scratch.write_bytes(text.encode("utf-8"))  # the bytes saved are the bytes checked
             return Checked(load_source(SourceFile(name, f"{name}.toml", scratch)))
         except SourceError as exc:
             return Checked(None, str(exc))
@@ -398,19 +415,6 @@ class SourceFolder:
         return kept
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it."""
-    handle = path.with_name(f".{path.name}.{random_names.token_hex(8)}.saving")
-    try:
-        with open(handle, "x", encoding="utf-8") as written:
-            written.write(text)
-            written.flush()
-            os.fsync(written.fileno())
-        os.replace(handle, path)
-    finally:
-        handle.unlink(missing_ok=True)
-
-
 def unified_diff(name: str, old: str, new: str) -> list[str]:
     return list(
         difflib.unified_diff(
@@ -482,7 +486,7 @@ def scratch_sources(folder: Path, name: str, text: str) -> Iterator[Path]:
                 if entry.name.endswith((".toml", DISABLED)) or entry.name.startswith("."):
                     continue  # other sources are not this one's
                 (scratch_path / entry.name).symlink_to(entry.resolve())
-        (scratch_path / f"{name}.toml").write_text(text, encoding="utf-8")
+        (scratch_path / f"{name}.toml").write_bytes(text.encode("utf-8"))
         yield scratch_path
 
 

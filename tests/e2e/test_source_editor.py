@@ -299,3 +299,20 @@ def test_a_test_crawl_refuses_the_web_application_that_started_it(project: Proje
     assert tested.status_code == 200 and "Test crawl" in tested.text, tested.text[-3000:]
     said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.unescape(tested.text)))
     assert f"new: 1 {site.url}index.html" in said and f"excluded: 1 {base}/" in said, said[:3000]
+
+
+@pytest.mark.parametrize("end", ["\r", "\x85", "\u2028", "\x0c"], ids=["lone CR", "NEL", "U+2028", "form feed"])
+def test_a_text_the_guard_cannot_read_is_refused_never_saved(project: Project, end: str) -> None:
+    """Issue 99: a new source whose lines end in a lone CR (``type = "files"\\r[files]\\rroots =
+    [...]``) was no TOML to the editor's guard, which passed it on; the loader read the same bytes
+    through universal newlines as a files source over a server folder, and the editor saved it.
+    Now the editor refuses it, with the line and the character, and writes nothing."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    project.sources_dir.mkdir(parents=True, exist_ok=True)
+    web, _csrf = editor_client(project)
+    form = form_of(web.get("/admin/new-source").text)
+    lines = ['type = "files"', "[files]", f'roots = ["{project.sources_dir.parent}"]', "[access]", "public = true"]
+    for action in ("check", "review", "save"):
+        refused = web.post("/admin/new-source", data={**form, "name": "server", "text": end.join(lines) + end, "action": action})
+        assert refused.status_code == 400 and "line 1: " in html.unescape(refused.text), refused.text[-2000:]
+    assert not list(project.sources_dir.glob("server*"))

@@ -162,7 +162,7 @@ def hostile(exported: dict[str, Any], **changes: Any) -> dict[str, Any]:
         ),
         ({"sources": {"../x": {"../x.toml": "a"}}}, "not a source name"),
         ({"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]\nsurname = 1\n'}}}, "x.toml: key 'surname': unknown key"),
-        ({"sources": {"x": {"x.toml": "seeds = [\n"}}}, "x.toml: not valid TOML"),
+        ({"sources": {"x": {"x.toml": "seeds = [\n"}}}, "source x: refused, as the source editor refuses it: not valid TOML"),
         ({"sources": {"x": {"x.toml": 'seeds = ["javascript:alert(1)"]\n'}}}, "x.toml: key 'seeds'"),
         ({"sources": {"x": {"other.txt": "a"}}}, "its file x.toml is missing"),
         (
@@ -455,3 +455,47 @@ def test_a_file_the_source_does_not_name_is_not_restored(tmp_path: Path, trusted
     with pytest.raises(backup.BackupError):
         backup.apply_restore(plan, target_db, target)
     assert not any(target.iterdir())
+
+
+# --- issue 99: a source text is read one way, by the editor's check and the loader alike ----------
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_source_with_lone_cr_line_ends_is_refused_by_a_restore(tmp_path: Path, trusted: bool) -> None:
+    """The editor's check read ``type = "files"\\r[files]\\rroots = ["/etc/ssh"]...`` as no TOML and
+    passed it on; the loader read the same text through universal newlines as a files source over
+    /etc/ssh, and the restore wrote it. Now neither the editor's check nor the loader reads it: a
+    problem, trusted or not."""
+    text = "\r".join(['type = "files"', "[files]", 'roots = ["/etc/ssh"]', "[access]", "public = true"]) + "\r"
+    plan, target_db, target = plan_of(tmp_path, {"a": {"a.toml": text}, "b": {"b.toml": SEEDS}}, trusted=trusted)
+    assert not plan.ok and len(plan.problems) == 1 and "line 1: a lone carriage return" in plan.problems[0], plan.problems
+    assert plan.sources == ["b (web; by hand)"]
+    with pytest.raises(backup.BackupError):
+        backup.apply_restore(plan, target_db, target)
+    assert not any(target.iterdir())
+
+
+def test_a_source_file_is_exported_as_its_exact_text(tmp_path: Path) -> None:
+    """The export read each file through universal newlines: a CRLF file came back LF, and a
+    lone-CR file came back a different source than the one on disk."""
+    database, folder = installation(tmp_path / "a")
+    (folder / "crlf.toml").write_bytes(SEEDS.replace("\n", "\r\n").encode())
+    (folder / "cr.toml").write_bytes(b'type = "files"\r[files]\rroots = ["/etc"]\r')
+    (folder / "latin.toml").write_bytes('seeds = ["https://a.example/caf\xe9"]\n'.encode("latin-1"))
+    exported = export(database, folder)
+    assert exported["sources"]["crlf"] == {"crlf.toml": SEEDS.replace("\n", "\r\n")}
+    assert exported["sources"]["cr"] == {"cr.toml": 'type = "files"\r[files]\rroots = ["/etc"]\r'}
+    assert (
+        "latin" not in exported["sources"] and "latin: cannot be read as UTF-8 text (UnicodeDecodeError)" in exported["left_out"]
+    )
+
+
+def test_a_trusted_restore_with_a_problem_does_not_ask_for_the_flag_it_was_given(tmp_path: Path) -> None:
+    """``scrapy backup import FILE --trust-sources`` whose source names a file the backup lacks
+    ended with "import with --trust-sources", the flag it was given."""
+    text = SEEDS + '[tls]\nca_bundle = "ca.pem"\n'  # [tls]: refused by the editor; ca.pem in no backup and no folder
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text}}, trusted=True)
+    assert plan.refused and not plan.ok
+    assert not any("--trust-sources" in line for line in backup.plan_text(plan, applied=False))
+    untrusted, _db, _target = plan_of(tmp_path / "untrusted", {"a": {"a.toml": text}})
+    assert "--trust-sources" in list(backup.plan_text(untrusted, applied=False))[-1]

@@ -361,3 +361,29 @@ def test_waiting_test_crawls_are_bounded() -> None:
         work.crawled.set()
         work.reported.set()
     wait_for(lambda: started.result == (True, "new 1"), what="the third finished")
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "http://169.254.169.254./latest/meta-data/",
+        "http://127.0.0.1.:8983/solr/",
+        "http://2130706433.:8983/",
+        "http://LOCALHOST../",
+    ],
+)
+def test_a_trailing_dot_on_an_address_literal_does_not_pass_the_guard(seed: str) -> None:
+    """Issue 99: ``169.254.169.254.`` was no address literal to the editor (a name that did not
+    resolve), though the crawl drops one trailing dot and connects to the literal."""
+    edited = GOOD.replace('seeds = ["https://intranet.example/"]', f'seeds = ["https://intranet.example/", "{seed}"]')
+    assert "loopback or link-local address" in guarded_change(GOOD, edited)
+
+
+def test_the_bytes_saved_are_the_bytes_checked(folder: SourceFolder) -> None:
+    """The editor's check wrote its scratch file in text mode and the loader read it through universal
+    newlines; a save writes exactly the text (CRLF stays CRLF) and the loader reads that."""
+    crlf = GOOD.replace("\n", "\r\n")
+    assert folder.check("intranet", crlf).source is not None
+    folder.save("intranet", crlf, text_digest(GOOD))
+    assert (folder.path / "intranet.toml").read_bytes() == crlf.encode()
+    assert "a lone carriage return" in folder.check("intranet", GOOD.replace("\n", "\r")).error
