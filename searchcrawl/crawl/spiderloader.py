@@ -9,6 +9,7 @@ from scrapy import Request
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from searchcrawl.config.own_places import check_own_places, own_places
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
 from searchcrawl.crawl.agent_spider import AgentSpider
 from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
@@ -107,6 +108,7 @@ class SourceSpiderLoader:
     """Scrapy's spider loader interface over source files."""
 
     def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
         self.sources_dir = paths.sources_dir(settings)
         self._loaded: dict[str, type[SourceSpider]] = {}
 
@@ -118,12 +120,16 @@ class SourceSpiderLoader:
         return find_source_files(self.sources_dir)
 
     def load(self, spider_name: str) -> type[SourceSpider]:
-        """The spider of one source; SourceError if its file is broken, KeyError if unknown."""
+        """The spider of one source; SourceError if its file is broken (or its agent would read
+        the installation's own data), KeyError if unknown."""
         if spider_name not in self._loaded:
             files = self._files()
             if spider_name not in files:
                 raise KeyError(f"Spider not found: {spider_name}")
-            self._loaded[spider_name] = spider_class_for(load_source(files[spider_name]))
+            source = load_source(files[spider_name])
+            if source.agent_options is not None:
+                check_own_places(source, own_places(self.settings))
+            self._loaded[spider_name] = spider_class_for(source)
         return self._loaded[spider_name]
 
     def reload(self) -> None:
