@@ -73,5 +73,6 @@ def folder_pages(root: Path) -> set[str]:
 
 def unpacked(name: str, deb: Path, work: Path) -> Path:
     """The site's folder of the judged set ``name``, ``deb`` unpacked into ``work`` (``dpkg-deb -x``)."""
+    work.mkdir(parents=True, exist_ok=True)  # dpkg-deb makes the last folder alone
     subprocess.run(["dpkg-deb", "-x", str(deb), str(work)], check=True)
     return work / DOC_PACKAGES[name].html
