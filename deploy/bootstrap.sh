@@ -71,6 +71,9 @@ tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
        "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" "${saml[@]}"
        php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki_php.py)
+      # the two judged sets' manuals nobody tuned on (tests/search/judged/scrapy-docs, python-docs):
+      # tests/search/judged_packages.py checks every judged page against the installed package
+      python-scrapy-doc python3.11-doc
       )
 tests_build=(g++ cmake make)
 # model: llama-cpp-python's server (the model extra, compiled with tests_build's compilers) and
