@@ -7,8 +7,8 @@ import logging
 
 from scrapy import Request
 from scrapy.settings import BaseSettings
-from scrapy.utils.misc import load_object
 
+from searchcrawl.config.implementations import SPIDERS, ImplementationError, url_rewriter
 from searchcrawl.config.own_places import check_own_places, own_places
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
 from searchcrawl.crawl.agent_spider import AgentSpider
@@ -16,7 +16,6 @@ from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary
-from searchcrawl.rules.url_rewriter import load_rewriter
 from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
@@ -68,24 +67,15 @@ def download_handlers(source: Source) -> dict[str, str | None]:
 
 
 def spider_class_for(source: Source) -> type[SourceSpider]:
-    """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
+    """A SourceSpider subclass bound to ``source`` (the registered spider its ``spider_class`` names,
+    if any), its URL rewriter checked."""
     base: type = SourceSpider if source.agent_class is None else AgentSpider
-    if source.settings.spider_class:
-        try:
-            base = load_object(source.settings.spider_class)
-        except (ImportError, NameError, ValueError, AttributeError) as exc:
-            raise SourceError(
-                f"{source.origin}: key 'spider_class': cannot import {source.settings.spider_class!r}: {exc}"
-            ) from None
-        if not (isinstance(base, type) and issubclass(base, SourceSpider)):
-            raise SourceError(
-                f"{source.origin}: key 'spider_class': expected a subclass of "
-                f"searchcrawl.crawl.spider.SourceSpider, got {source.settings.spider_class!r}"
-            )
     try:
-        load_rewriter(source.settings.url_rewriter)
-    except (ImportError, NameError, ValueError, AttributeError, TypeError) as exc:
-        raise SourceError(f"{source.origin}: key 'url_rewriter': cannot use {source.settings.url_rewriter!r}: {exc}") from None
+        if source.settings.spider_class:
+            base = SPIDERS.load(source.settings.spider_class, SourceSpider)
+        url_rewriter(source.settings.url_rewriter)
+    except ImplementationError as exc:
+        raise SourceError(f"{source.origin}: key '{exc.key}': {exc}") from None
     custom_settings = dict(getattr(base, "custom_settings", None) or {})
     for key, setting in SETTINGS_OF_KEYS.items():
         if key in source.settings.model_fields_set and getattr(source.settings, key) is not None:
