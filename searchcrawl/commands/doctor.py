@@ -68,7 +68,7 @@ def findings_of(settings: BaseSettings, timeout: float) -> list[installation.Fin
         _answers(settings.get("SEARCHCRAWL_ANSWERS_URL") or "", timeout),
         installation.packages_finding(
             "Kerberos (sign-in, SMB's auth = kerberos)",
-            installation.unmet_requirements(requires, "kerberos")
+            installation.unimportable(["gssapi"])  # Debian's python3-gssapi: no wheel, no metadata in .venv
             + [name for name, path in installation.which("kinit").items() if not path],
             "kerberos",
         ),

@@ -122,7 +122,9 @@ def kerberos_config(settings: BaseSettings) -> Any:
     try:
         import gssapi  # noqa: F401 - present, or the sign-in could not accept a ticket
     except ImportError:
-        raise UsageError("Kerberos sign-in needs python-gssapi: pip install 'searchcrawl[kerberos]'") from None
+        raise UsageError(
+            "Kerberos sign-in needs python-gssapi: bash deploy/bootstrap.sh kerberos (Debian's python3-gssapi)"
+        ) from None
     return KerberosConfig(
         keytab=keytab,
         realm=realm,

@@ -9,6 +9,7 @@ The commands named are deploy/bootstrap.sh's profiles: one mechanism installs, o
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shutil
@@ -84,6 +85,21 @@ def unmet_requirements(
         if requirement.specifier and not requirement.specifier.contains(installed, prereleases=True):
             unmet.append(f"{requirement.name} {installed} (needs {requirement.specifier})")
     return unmet
+
+
+def unimportable(modules: Iterable[str], importer: Callable[[str], object] = importlib.import_module) -> list[str]:
+    """The ``modules`` that do not import here. For a package Debian provides (python3-gssapi,
+    linked into .venv by searchcrawl/ops/debian_modules.py), which has no metadata for
+    ``unmet_requirements`` to read; and an extension module built for another Python is there,
+    yet fails: tried, not looked up."""
+    failed = []
+    for name in modules:
+        try:
+            importer(name)
+        except ImportError as exc:
+            missing = isinstance(exc, ModuleNotFoundError) and exc.name == name
+            failed.append(name if missing else f"{name} ({type(exc).__name__}: {exc})")
+    return failed
 
 
 def packages_finding(name: str, unmet: list[str], profile: str, essential: bool = False) -> Finding:

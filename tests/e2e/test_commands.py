@@ -126,13 +126,17 @@ def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:
         assert shown.returncode == 0 and f"== {name}\ndocuments: none" in shown.stdout, shown.stdout + shown.stderr
 
 
-def test_doctor_says_the_main_job_works_with_the_dev_solr(dev_solr: DevSolr, tmp_path: Path) -> None:
+def test_doctor_says_the_main_job_works_with_the_dev_solr(
+    dev_solr: DevSolr, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 92: `scrapy doctor` asks the real Solr its schema and compares it with the packaged
-    one: a core made from the configset this installation ships answers with that schema."""
+    one: a core made from the configset this installation ships answers with that schema. Issue
+    101: Kerberos is found by importing gssapi (Debian's, with no metadata in .venv), not by an
+    extra's requirements, and is missing when gssapi does not import."""
     from scrapy.settings import Settings
 
     from searchcrawl.commands.doctor import findings_of
-    from searchcrawl.ops.installation import OK, exit_code, packaged_schema
+    from searchcrawl.ops.installation import MISSING, OK, exit_code, packaged_schema
     from searchcrawl.system.resources import package_dir
 
     core = f"doctor_{uuid.uuid4().hex[:8]}"
@@ -153,6 +157,12 @@ def test_doctor_says_the_main_job_works_with_the_dev_solr(dev_solr: DevSolr, tmp
     assert findings["Solr"].detail == f"{core_url} answers, schema {packaged_schema()} (this release: {packaged_schema()})"
     assert findings["Document table"].state == OK
     assert exit_code(findings.values()) == 0
+    kerberos = "Kerberos (sign-in, SMB's auth = kerberos)"
+    assert findings[kerberos].state == OK, findings[kerberos]  # the test profile installs it
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi: ModuleNotFoundError
+    missing = {finding.name: finding for finding in findings_of(settings, 5)}[kerberos]
+    assert missing.state == MISSING and missing.detail == "not installed: gssapi"
+    assert missing.fix == "bash deploy/bootstrap.sh kerberos"
 
 
 def test_doctor_fails_without_solr_and_names_the_command(offline_project) -> None:

@@ -13,7 +13,7 @@ import re
 import uuid
 from pathlib import Path
 
-import gssapi  # noqa: E402 - python-gssapi: searchcrawl[kerberos], which deploy/bootstrap.sh installs
+import gssapi  # noqa: E402 - Debian's python3-gssapi, which deploy/bootstrap.sh kerberos links into .venv
 import pysolr
 import pytest
 from scrapy.settings import Settings

@@ -14,7 +14,7 @@ from searchcrawl.ops.installation import FAILING, MISSING, OFF, OK, Finding
 REQUIRES = [
     "scrapy==2.19.0",
     "ldap3<3,>=2.9",
-    "gssapi<2,>=1.8; extra == 'kerberos'",
+    "xllamacpp<2026.11,>=2026.10.11549; extra == 'model'",
     "numpy<3,>=1.26; extra == 'semantic'",
     'wordllama<0.5,>=0.4; extra == "semantic"',
     "tomli>=2; python_version < '3.0'",  # a marker of the environment: not this Python's
@@ -38,7 +38,7 @@ def test_the_runtime_requirements_leave_out_the_extras_and_other_environments() 
 def test_an_extra_is_met_by_its_own_requirements_alone() -> None:
     assert installation.unmet_requirements(REQUIRES, "semantic", versions()) == ["numpy", "wordllama"]
     assert installation.unmet_requirements(REQUIRES, "semantic", versions(numpy="2.1.0", wordllama="0.4.2")) == []
-    assert installation.unmet_requirements(REQUIRES, "kerberos", versions(numpy="2.1.0")) == ["gssapi"]
+    assert installation.unmet_requirements(REQUIRES, "model", versions(numpy="2.1.0")) == ["xllamacpp"]
 
 
 def test_a_version_outside_the_pin_is_unmet() -> None:
@@ -50,6 +50,30 @@ def test_this_installations_own_requirements_read_from_its_metadata() -> None:
     requires = metadata.requires("searchcrawl") or []
     assert any(text.startswith("scrapy") for text in requires)
     assert installation.unmet_requirements(requires, None) == []  # the tests run where the runtime is installed
+
+
+def test_a_module_that_does_not_import_is_named_with_why_unless_it_is_absent() -> None:
+    """Debian's python3-gssapi has no metadata in .venv: the doctor imports it. An extension module
+    built for another Python is there and fails: its error is named."""
+
+    def importer(name: str) -> object:
+        if name == "absent":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if name == "gssapi":
+            raise ImportError("gssapi/raw/creds.cpython-311-x86_64-linux-gnu.so: undefined symbol")
+        if name == "needs_absent":
+            raise ModuleNotFoundError("No module named 'decorator'", name="decorator")
+        return object()
+
+    unmet = installation.unimportable(["present", "absent", "gssapi", "needs_absent"], importer)
+    assert unmet == [
+        "absent",
+        "gssapi (ImportError: gssapi/raw/creds.cpython-311-x86_64-linux-gnu.so: undefined symbol)",
+        "needs_absent (ModuleNotFoundError: No module named 'decorator')",
+    ]
+    assert installation.unimportable(["json"]) == [] and installation.unimportable(["no_such_module_here"]) == [
+        "no_such_module_here"
+    ]
 
 
 def test_missing_packages_name_the_profile_that_adds_them() -> None:
