@@ -1,7 +1,8 @@
 """The SQL of a content's copies among a source's documents: which copies there are, the
-groups put in the index twice at once, and the duplicates released when their original leaves.
-Which copy holds a content is decided by the rules (rules/maintenance.py ``holder_of``,
-rules/ledger_rules.py), and when, by the Ledger (ledger.py); these read and write as told."""
+groups put in the index twice at once, and the duplicates released when their original leaves
+or changes. Which copy holds a content is decided by the rules (rules/maintenance.py
+``holder_of``, rules/ledger_rules.py), and when, by the Ledger (ledger.py); these read and
+write as told."""
 
 from __future__ import annotations
 
@@ -110,10 +111,14 @@ def pending_groups(database: Database, source: str, cached_by: str) -> list[list
     return [group for group in groups.values() if len(group) > 1]
 
 
-def release_duplicates(database: Database, connection: Connection, source: str, url: str, run_id: int | None) -> None:
+def release_duplicates(
+    database: Database, connection: Connection, source: str, url: str, run_id: int | None, keep: str | None = None
+) -> None:
     """The duplicates of ``url`` are its duplicates no more, and queued again in run ``run_id``
-    (None: in no run)."""
+    (None: in no run); with ``keep`` (``url``'s new content), but those of that content."""
     duplicates = and_(documents.c.source == source, documents.c.duplicate_of == url)
+    if keep is not None:
+        duplicates = and_(duplicates, documents.c.checksum.is_distinct_from(keep))
     if run_id is not None:
         queue_documents(database, connection, run_id, duplicates)
     connection.execute(update(documents).where(duplicates).values(duplicate_of=None))
