@@ -39,9 +39,9 @@ def moved_on(state: str | None, delta_run: int | None, checksum: str | None, run
 def frees_copies(before: str | None, after: str | None) -> bool:
     """Whether a URL frees the copies recorded as its duplicates though it stays in the index (one
     that leaves frees them whatever: ``Change.leaves_index``): its content changed (its row's
-    checksum ``before``, its outcome's ``after``), so nobody holds theirs now. Queued again in
-    the run (those fetched before it too), one of them holds it in the same crawl. Not a first
-    fetch (no ``before``), nor the same content again (a forced recrawl)."""
+    checksum ``before``, its outcome's ``after``), so nobody holds theirs now. Those of the run
+    are queued again in it (fetched before it too): one of them holds it in the same crawl. Not
+    a first fetch (no ``before``), nor the same content again (a forced recrawl)."""
     return before is not None and after is not None and before != after
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import COPY_STATUSES, State
 from searchcrawl.store.columns import IN_INDEX, WITH_ENTRY, each_key, one_of
@@ -111,17 +111,29 @@ def pending_groups(database: Database, source: str, cached_by: str) -> list[list
     return [group for group in groups.values() if len(group) > 1]
 
 
-def release_duplicates(
-    database: Database, connection: Connection, source: str, url: str, run_id: int | None, keep: str | None = None
-) -> None:
+def release_duplicates(database: Database, connection: Connection, source: str, url: str, run_id: int | None) -> None:
     """The duplicates of ``url`` are its duplicates no more, and queued again in run ``run_id``
-    (None: in no run); with ``keep`` (``url``'s new content), but those of that content."""
+    (None: in no run)."""
     duplicates = and_(documents.c.source == source, documents.c.duplicate_of == url)
-    if keep is not None:
-        duplicates = and_(duplicates, documents.c.checksum.is_distinct_from(keep))
     if run_id is not None:
         queue_documents(database, connection, run_id, duplicates)
     connection.execute(update(documents).where(duplicates).values(duplicate_of=None))
+
+
+def free_copies(database: Database, connection: Connection, source: str, url: str, run_id: int, content: str) -> None:
+    """``url``'s content changed to ``content``: its duplicates in run ``run_id`` (queued, leased
+    or fetched in it) of another content are its duplicates no more, and queued again in it.
+    Those not in the run are left to their next fetch, which compares them afresh (a redirect
+    target outside the boundary is fetched only through its redirect, which may be gone)."""
+    in_run = exists().where(frontier.c.document_id == documents.c.id, frontier.c.run_id == run_id)
+    freed = and_(
+        documents.c.source == source,
+        documents.c.duplicate_of == url,
+        documents.c.checksum.is_distinct_from(content),
+        in_run,
+    )
+    queue_documents(database, connection, run_id, freed)
+    connection.execute(update(documents).where(freed).values(duplicate_of=None))
 
 
 def queue_copy(database: Database, connection: Connection, run_id: int, document_id: int) -> None:

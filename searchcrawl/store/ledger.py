@@ -370,14 +370,14 @@ class Ledger:
     def _make_way(self, connection: Connection, url: str, change: Change, before: str | None, checksum: str | None) -> None:
         """After ``change`` is written (the URL's content ``before`` it, and ``checksum`` now): a
         document that left the index queues its duplicates to take its place (the first to arrive
-        takes it), and so does one whose content changed (rules/ledger_rules.py ``frees_copies``:
-        those fetched before it in the run too), but those of its new content (a copy it just
-        replaced in the index); a copy out of the index may call the group's rightful holder back
-        (``_recall_holder``)."""
+        takes it), and so does one whose content changed (rules/ledger_rules.py ``frees_copies``):
+        those of the run (fetched before it in it too), but those of its new content (a copy it
+        just replaced in the index); a copy out of the index may call the group's rightful holder
+        back (``_recall_holder``)."""
         if change.leaves_index:
             duplicates.release_duplicates(self.table.database, connection, self.source, url, self.table.run_id)
-        elif ledger_rules.frees_copies(before, checksum):
-            duplicates.release_duplicates(self.table.database, connection, self.source, url, self.table.run_id, keep=checksum)
+        elif self.table.run_id is not None and checksum is not None and ledger_rules.frees_copies(before, checksum):
+            duplicates.free_copies(self.table.database, connection, self.source, url, self.table.run_id, checksum)
         if change.copy_out_of_index and checksum:
             self._recall_holder(connection, checksum)
 

@@ -402,17 +402,18 @@ def test_a_holder_whose_content_changes_frees_its_copies_in_the_same_run(backend
     """Issue 99, point 12: b, a copy of a's content, was compared with a (indexed) early in the
     crawl in which a then changed its text: b was left the duplicate of a content nobody held,
     and indexed only in the next crawl. Whichever outcome is written first, b is queued again
-    in the run, no longer anyone's duplicate (one copy not fetched yet in it is queued still);
-    a holder fetched again with the same content (a forced recrawl) frees none."""
+    in the run, no longer anyone's duplicate; e, a copy not in the run (a redirect target
+    outside the boundary, fetched only through its redirect), is left to its next fetch; a
+    holder fetched again with the same content (a forced recrawl) frees none."""
     url = f"sqlite:///{tmp_path / 'd.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     table = DocumentTable(Database(url))
     source = f"changed-{backend}-{tmp_path.name}"
-    a, b, c, d = (f"http://h/{name}" for name in "abcd")
+    a, b, c, d, e = (f"http://h/{name}" for name in "abcde")
     runs = Runs(table.database)
     table = table.for_run(runs.start(source).id)
     Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "old"}))
     Ledger(table, source).mark_indexed([(a, "old")])
-    for copy in (b, c):
+    for copy in (b, c, e):
         Ledger(table, source).record(copy, duplicate(a, "old"))
     Ledger(table, source).record(d, Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
     Ledger(table, source).mark_indexed([(d, "d")])
@@ -430,6 +431,8 @@ def test_a_holder_whose_content_changes_frees_its_copies_in_the_same_run(backend
     assert row is not None
     assert (row["duplicate_of"], row["frontier"], row["run_id"]) == (None, "queued", table.run_id)
     assert [entry.url for entry in frontier.lease(3)] == [b]  # fetched again in this run, to hold the old content
+    row = table.get(source, e)
+    assert row is not None and (row["duplicate_of"], row["run_id"]) == (a, table.run_id - 1)
     Ledger(table, source).record(d, Outcome(Event.CACHED, 200, columns={"checksum": "d"}))  # the same content: a forced recrawl
     row = table.get(source, c)
     assert row is not None and (row["duplicate_of"], row["run_id"]) == (d, table.run_id - 1)
