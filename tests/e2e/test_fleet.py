@@ -41,6 +41,7 @@ from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
 from searchcrawl.store.database import process_owner
 from searchcrawl.store.models import site_leases
+from searchcrawl.store.sites import SiteGrant
 from tests.components import BARE_DOWNLOADER, close_stores, engine_of, node_owner, source_crawler, stores_of
 
 SLACK = 0.02  # seconds an asyncio timer may fire early
@@ -85,6 +86,21 @@ def in_flight(middleware: FleetPolitenessMiddleware, site: str) -> int:
         return connection.execute(select(func.count()).select_from(site_leases).where(site_leases.c.site == site)).scalar_one()
 
 
+def granted(node: FleetPolitenessMiddleware) -> list[tuple[str, float]]:
+    """The (site, wait) of each start ``node`` reserves from now on: how long the fleet told its
+    request to wait, which a loaded machine does not change (the time a call took does)."""
+    grants: list[tuple[str, float]] = []
+    acquire = node.sites.acquire
+
+    def recording(site: str, *args: Any) -> SiteGrant:
+        grant = acquire(site, *args)
+        grants.append((site, grant.wait))
+        return grant
+
+    node.sites.acquire = recording  # type: ignore[method-assign]
+    return grants
+
+
 def response(request: Request) -> HtmlResponse:
     return HtmlResponse(request.url, body=b"<html></html>", request=request)
 
@@ -120,17 +136,18 @@ def test_a_sites_requests_are_spaced_by_the_delay_across_nodes(nodes) -> None:
     node_a, node_b = fleet(*nodes(f"delay = {delay}\n"))
     site, other = a_site(), a_site()
 
+    a_grants, b_grants = granted(node_a), granted(node_b)
+
     async def scenario() -> None:
         start = time.monotonic()
         requests = [Request(f"http://{site}/{n}.html") for n in range(3)]
         await node_a.process_request(requests[0])
-        assert time.monotonic() - start < delay  # the site's first request goes at once
+        assert a_grants == [(site, 0.0)]  # the site's first request goes at once
         await node_b.process_request(requests[1])  # the other node waits for the delay
         assert time.monotonic() - start >= delay - SLACK
         elsewhere = Request(f"http://{other}/")
-        before = time.monotonic()
         await node_b.process_request(elsewhere)  # another site does not wait
-        assert time.monotonic() - before < delay
+        assert b_grants[-1] == (other, 0.0)
         await node_a.process_request(requests[2])  # and back on the first node: a delay after the second
         assert time.monotonic() - start >= 2 * delay - SLACK
         assert all(request.meta[SITE_LEASE] for request in requests)
