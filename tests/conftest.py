@@ -268,6 +268,21 @@ class InFlight:
                 del self.current[host]
 
 
+class HeldAnswers(InFlight):
+    """Every answer waits until the test sets ``released`` (or ``hold`` seconds pass); ``arrived``
+    is set by the first request. A fetch stays in flight, or a crawl running, for as long as the
+    test needs, however loaded the machine: answers of a fixed slowness could end before the
+    test had looked (issue 99)."""
+
+    def __init__(self, hold: float = 300.0) -> None:
+        super().__init__(hold=hold)
+        self.arrived, self.released = threading.Event(), threading.Event()
+
+    def wait_for_company(self, host: str, number: int) -> bool:
+        self.arrived.set()
+        return self.released.wait(self.hold)
+
+
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's number; Python names it from 3.13 on
 
 

@@ -76,7 +76,10 @@ D6 A document kept through a transient failure takes part in duplicate groups wi
    behind a login wall, replaced by a copy, was reported failed again in the next crawl, rightly).
 D7 Lag (rule 5) is allowed for a group when, after the source's previous crawl, the index held
    that title+text at a URL that is not in the group any more; then zero or one member may be
-   indexed. Otherwise exactly one. Which member is indexed is read back from Solr (not pinned).
+   indexed. Otherwise exactly one. Not when each such URL answered this crawl with another
+   title or text: its copies hold the content in that crawl, those fetched before it too
+   (docs/maintenance.md; issue 99: the copy came one crawl late). Which member is indexed is
+   read back from Solr (not pinned).
 D8 ``changed`` must list every URL indexed before and after whose title or content in Solr
    differs, and may list one whose served HTML changed without a change of title or text (a new
    Last-Modified/ETag: ``modified_when`` includes ``date`` and ``etag``); nothing else.
@@ -829,7 +832,8 @@ class SourceOracle:
         groups: list[Group] = []
         for key, members in sorted(by_key.items()):
             holders = {path for path, k in previous.items() if k == key}
-            lag = bool(holders) and not (holders & members)  # DECISION D7
+            changed = {path for path in holders if candidates.get(path, key) != key}  # answered with other text
+            lag = bool(holders) and not (holders & members) and not holders <= changed  # DECISION D7
             if len(members) == 1 and not lag:
                 required[next(iter(members))] = key
             else:

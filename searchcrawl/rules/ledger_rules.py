@@ -1,8 +1,8 @@
 """The Ledger's decisions beyond one URL's transition (``lifecycle.decide``), as plain functions
-over what the store read: whether an original left the index, which copy of a content is called
-back to hold it, what a maintenance crawl's plan does with a known URL, and whether a redirect
-target outside the boundary still has a redirect that stands. The Ledger (store/ledger.py)
-reads the rows, asks these, and applies the answer; they know no SQL."""
+over what the store read: whether an original left the index or changed, which copy of a
+content is called back to hold it, what a maintenance crawl's plan does with a known URL, and
+whether a redirect target outside the boundary still has a redirect that stands. The Ledger
+(store/ledger.py) reads the rows, asks these, and applies the answer; they know no SQL."""
 
 from __future__ import annotations
 
@@ -24,6 +24,25 @@ def has_left(state: str | None, delta_run: int | None, run_id: int | None) -> bo
     ``run_id``: the original a duplicate is about to be marked against may be in the index or on
     its way in (a canonical copy coming back), but not gone since the pipeline compared them."""
     return state is not None and State(state) in LEFT_INDEX and delta_run == run_id
+
+
+def moved_on(state: str | None, delta_run: int | None, checksum: str | None, run_id: int | None, content: str | None) -> bool:
+    """Whether the original a copy is about to be marked a duplicate of holds the copy's
+    ``content`` no more since the pipeline compared them: it left the index in run ``run_id``
+    (``has_left``), or its own content changed (its row's ``checksum`` is another; ``content``
+    None: the copy's is not known). Either way it freed its duplicates (``frees_copies``): the
+    copy is fetched once more in the run, to hold its content, instead of being marked the
+    duplicate of a content nobody holds until the next crawl. ``state`` None: no row."""
+    return has_left(state, delta_run, run_id) or (state is not None and content is not None and checksum != content)
+
+
+def frees_copies(before: str | None, after: str | None) -> bool:
+    """Whether a URL frees the copies recorded as its duplicates though it stays in the index (one
+    that leaves frees them whatever: ``Change.leaves_index``): its content changed (its row's
+    checksum ``before``, its outcome's ``after``), so nobody holds theirs now. Those of the run
+    are queued again in it (fetched before it too): one of them holds it in the same crawl. Not
+    a first fetch (no ``before``), nor the same content again (a forced recrawl)."""
+    return before is not None and after is not None and before != after
 
 
 def holder_to_recall(copies: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -386,8 +386,8 @@ def keeps_request(outcome: Outcome) -> bool:
 
 def original_to_check(outcome: Outcome) -> str | None:
     """The original a duplicate is about to be marked against, which must not have left the index
-    since the pipeline compared them: if it did (and queued its duplicates again), the duplicate
-    is fetched once more in the run to take its place instead. Not a replacement's (an outcome
+    nor changed its content since the pipeline compared them: if it did (and queued its
+    duplicates again), the duplicate is fetched once more in the run to take its place instead. Not a replacement's (an outcome
     that does not finish the URL), whose original is the copy being cached in its place now: one
     that left in this run, come back as the group's holder, was taken for gone, and the replaced
     copy stayed in the index beside it (issue 53, item 26)."""

@@ -1,13 +1,14 @@
 """The SQL of a content's copies among a source's documents: which copies there are, the
-groups put in the index twice at once, and the duplicates released when their original leaves.
-Which copy holds a content is decided by the rules (rules/maintenance.py ``holder_of``,
-rules/ledger_rules.py), and when, by the Ledger (ledger.py); these read and write as told."""
+groups put in the index twice at once, and the duplicates released when their original leaves
+or changes. Which copy holds a content is decided by the rules (rules/maintenance.py
+``holder_of``, rules/ledger_rules.py), and when, by the Ledger (ledger.py); these read and
+write as told."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import COPY_STATUSES, State
 from searchcrawl.store.columns import IN_INDEX, WITH_ENTRY, each_key, one_of
@@ -117,6 +118,22 @@ def release_duplicates(database: Database, connection: Connection, source: str, 
     if run_id is not None:
         queue_documents(database, connection, run_id, duplicates)
     connection.execute(update(documents).where(duplicates).values(duplicate_of=None))
+
+
+def free_copies(database: Database, connection: Connection, source: str, url: str, run_id: int, content: str) -> None:
+    """``url``'s content changed to ``content``: its duplicates in run ``run_id`` (queued, leased
+    or fetched in it) of another content are its duplicates no more, and queued again in it.
+    Those not in the run are left to their next fetch, which compares them afresh (a redirect
+    target outside the boundary is fetched only through its redirect, which may be gone)."""
+    in_run = exists().where(frontier.c.document_id == documents.c.id, frontier.c.run_id == run_id)
+    freed = and_(
+        documents.c.source == source,
+        documents.c.duplicate_of == url,
+        documents.c.checksum.is_distinct_from(content),
+        in_run,
+    )
+    queue_documents(database, connection, run_id, freed)
+    connection.execute(update(documents).where(freed).values(duplicate_of=None))
 
 
 def queue_copy(database: Database, connection: Connection, run_id: int, document_id: int) -> None:

@@ -281,13 +281,18 @@ class Ledger:
         current = records.read_row(table.database, connection, source, url)
         row = None if current is None else self._ledger_row(current)
         original = original_to_check(outcome) if table.run_id is not None and not table.test_mode else None
-        if original is not None and current is not None and self._has_left(connection, original):
-            # The original left the index after the pipeline compared them, and queued its
-            # duplicates again (_make_way): this URL is fetched once more in this run to take its
-            # place, instead of being marked the duplicate of a document that is gone.
+        # the content the copy was compared with: its outcome's, else (an agent's copy found
+        # unchanged, not read) its row's while the row is a duplicate
+        duplicate = current is not None and current.status == Status.DUPLICATE
+        content = outcome.columns.get("checksum") or (current.checksum if duplicate else None)
+        if original is not None and current is not None and self._moved_on(connection, original, content):
+            # The original left the index, or changed its content, after the pipeline compared
+            # them, and freed its duplicates (_make_way): this URL is fetched once more in this
+            # run to hold its content, instead of being marked the duplicate of a content that
+            # nobody holds until the next crawl.
             records.update_row(table.database, connection, source, url, self._restrict({"duplicate_of": None}), row_id=current.id)
             place(table.database, connection, source, url, self._queued())
-            logger.debug("Fetched again, its original %s left the index: %s", original, url)
+            logger.debug("Fetched again, its original %s left the index or changed: %s", original, url)
             return State(current.state)
         try:
             change = decide(row, outcome, self.max_failures)
@@ -298,22 +303,33 @@ class Ledger:
             ):  # still finished in this run: it must not wait for a lost outcome
                 place(table.database, connection, source, url, self._finished())
             return None
-        if not self._apply(connection, url, outcome, change, current, original):
+        if not self._apply(connection, url, outcome, change, current, original, content):
             return False
         return change.state
 
-    def _has_left(self, connection: Connection, url: str) -> bool:
-        """Whether ``url`` left the index in this run (rules/ledger_rules.py ``has_left``), its
-        row held (on PostgreSQL) until this transaction commits (``records.read_left_locked``)."""
-        found = records.read_left_locked(self.table.database, connection, self.source, url)
-        return found is not None and ledger_rules.has_left(found.state, found.delta_run, self.table.run_id)
+    def _moved_on(self, connection: Connection, url: str, content: str | None) -> bool:
+        """Whether ``url`` left the index in this run or holds another content than ``content``
+        now (rules/ledger_rules.py ``moved_on``), its row held (on PostgreSQL) until this
+        transaction commits (``records.read_original_locked``)."""
+        found = records.read_original_locked(self.table.database, connection, self.source, url)
+        return found is not None and ledger_rules.moved_on(
+            found.state, found.delta_run, found.checksum, self.table.run_id, content
+        )
 
     def _apply(
-        self, connection: Connection, url: str, outcome: Outcome, change: Change, current: Any, original: str | None
+        self,
+        connection: Connection,
+        url: str,
+        outcome: Outcome,
+        change: Change,
+        current: Any,
+        original: str | None,
+        content: str | None = None,
     ) -> bool:
         """Apply ``change`` (decided of ``outcome`` from the row ``current``, None: a new URL):
         the row, the frontier entry, the redirect, and what it does to the URL's copies. False
-        when the row changed since it was read (nothing written)."""
+        when the row changed since it was read (nothing written), or when ``original`` (the URL
+        it is a duplicate of) left the index or holds other content than ``content`` now."""
         table, source = self.table, self.source
         database = table.database
         when = now()
@@ -332,6 +348,7 @@ class Ledger:
             expect_state=current.state,
             new_checksum=outcome.columns.get("checksum"),
             original=original,
+            content=content,
             run_id=table.run_id,
             validators=self._restrict(dict(outcome.validators or {})),
             compared_checksum=outcome.compared_checksum,
@@ -346,16 +363,21 @@ class Ledger:
             held = {"target": None, "via": None} if current is None else {"target": current.target, "via": current.via}
             redirects.write_redirect(database, connection, source, url, redirect, held)
         if not table.test_mode and table.promotes_duplicates:
-            checksum = outcome.columns.get("checksum") or (current.checksum if current is not None else None)
-            self._make_way(connection, url, change, checksum)
+            before = current.checksum if current is not None else None
+            self._make_way(connection, url, change, before, outcome.columns.get("checksum") or before)
         return True
 
-    def _make_way(self, connection: Connection, url: str, change: Change, checksum: str | None) -> None:
-        """After ``change`` is written: a document that left the index queues its duplicates to
-        take its place (the first to arrive takes it); a copy out of the index may call the
-        group's rightful holder back (``_recall_holder``)."""
+    def _make_way(self, connection: Connection, url: str, change: Change, before: str | None, checksum: str | None) -> None:
+        """After ``change`` is written (the URL's content ``before`` it, and ``checksum`` now): a
+        document that left the index queues its duplicates to take its place (the first to arrive
+        takes it), and so does one whose content changed (rules/ledger_rules.py ``frees_copies``):
+        those of the run (fetched before it in it too), but those of its new content (a copy it
+        just replaced in the index); a copy out of the index may call the group's rightful holder
+        back (``_recall_holder``)."""
         if change.leaves_index:
             duplicates.release_duplicates(self.table.database, connection, self.source, url, self.table.run_id)
+        elif self.table.run_id is not None and checksum is not None and ledger_rules.frees_copies(before, checksum):
+            duplicates.free_copies(self.table.database, connection, self.source, url, self.table.run_id, checksum)
         if change.copy_out_of_index and checksum:
             self._recall_holder(connection, checksum)
 

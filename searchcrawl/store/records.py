@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, exists, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, case, exists, or_, select, tuple_, update
 
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.store.columns import LEFT_INDEX, WHOLE, each_key, one_of
@@ -63,16 +63,16 @@ def read_row(database: Database, connection: Connection, source: str, url: str) 
     return connection.execute(row_state(database), {"source": source, "url_hash": url_hash(url)}).first()
 
 
-def read_left_locked(database: Database, connection: Connection, source: str, url: str) -> Any:
-    """(state, delta_run) of ``url``'s row, or None. On PostgreSQL its row stays locked until the
-    caller commits, so that it cannot leave the index (and promote its duplicates) between this
-    read and the caller's write; SQLite writes one at a time, and ``update_row`` repeats the
-    check in its statement (``original``)."""
+def read_original_locked(database: Database, connection: Connection, source: str, url: str) -> Any:
+    """(state, delta_run, checksum) of ``url``'s row, or None. On PostgreSQL its row stays locked
+    until the caller commits, so that it cannot leave the index or change its content (and free
+    its duplicates) between this read and the caller's write; SQLite writes one at a time, and
+    ``update_row`` repeats the check in its statement (``original``)."""
     return connection.execute(
         database.statement(
             "row_state_locked",
             lambda: (
-                select(documents.c.state, documents.c.delta_run)
+                select(documents.c.state, documents.c.delta_run, documents.c.checksum)
                 .where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash"))
                 .with_for_update(read=True)
             ),
@@ -109,6 +109,7 @@ def update_row(
     new_checksum: str | None = None,
     expect_state: str | None = None,
     original: str | None = None,
+    content: str | None = None,
     run_id: int | None = None,
     validators: Mapping[str, Any] | None = None,
     compared_checksum: str | None = None,
@@ -119,29 +120,29 @@ def update_row(
     the content changed, not when it was last seen. ``validators`` (an unchanged document's ETag,
     Last-Modified) are set only while the row's checksum is ``compared_checksum``: they belong to
     that content. With ``expect_state``, only while the row is in that state, and with
-    ``original``, only while that URL has not left the index in run ``run_id`` (on SQLite in the
-    same statement; on PostgreSQL ``read_left_locked`` holds its row). ``row_id``: the row's id,
-    read in this transaction: the row is found by its primary key. Found by (source, url_hash)
-    with a state to match, PostgreSQL chose the index of (source, state) as often as the unique
-    one while a table's statistics were stale, and read every row of the source in that state
-    for each page (issue 58: 100,000 rows a page at 100,000 URLs). Returns whether it wrote."""
+    ``original``, only while that URL has not left the index in run ``run_id`` nor holds another
+    content than ``content`` when given (on SQLite in the same statement; on PostgreSQL
+    ``read_original_locked`` holds its row). ``row_id``: the row's id, read in this transaction:
+    the row is found by its primary key. Found by (source, url_hash) with a state to match,
+    PostgreSQL chose the index of (source, state) as often as the unique one while a table's
+    statistics were stale, and read every row of the source in that state for each page (issue
+    58: 100,000 rows a page at 100,000 URLs). Returns whether it wrote."""
     checked = dict(validators or {})
     if not values and not checked:
         return True
     track_change = new_checksum is not None and "last_changed" in values
     guarded = expect_state is not None
-    # SQLite only: on PostgreSQL ``read_left_locked`` holds the original's row locked until the
+    # SQLite only: on PostgreSQL ``read_original_locked`` holds the original's row locked until the
     # caller commits, and the check in this statement was planned through the index of a
     # run's deltas, which read half the source's rows for every page (issue 58: 5,000 rows a
     # page at 10,000 URLs; tests/benchmarks/README.md)
     kept = guarded and original is not None and database.engine.dialect.name == "sqlite"
+    held = kept and content is not None
     by_id = row_id is not None
-
+    flags = {"track_change": track_change, "guarded": guarded, "kept": kept, "held": held, "by_id": by_id}
     statement = database.statement(
-        ("update_row", tuple(values), track_change, guarded, kept, tuple(checked), by_id),
-        lambda: _update_statement(
-            tuple(values), tuple(checked), track_change=track_change, guarded=guarded, kept=kept, by_id=by_id
-        ),
+        ("update_row", tuple(values), tuple(checked), *flags.values()),
+        lambda: _update_statement(tuple(values), tuple(checked), **flags),
     )
     parameters = {f"v_{column}": value for column, value in {**values, **checked}.items()}
     if checked:
@@ -151,7 +152,7 @@ def update_row(
     if guarded:
         parameters["w_state"] = expect_state
     if kept:
-        parameters.update(w_original=url_hash(original or ""), w_run=run_id)
+        parameters.update(w_original=url_hash(original or ""), w_run=run_id, **({"w_content": content} if held else {}))
     if by_id:
         parameters["w_id"] = row_id
     if kept or not by_id:
@@ -161,7 +162,7 @@ def update_row(
 
 
 def _update_statement(
-    columns: tuple[str, ...], checked: tuple[str, ...], *, track_change: bool, guarded: bool, kept: bool, by_id: bool
+    columns: tuple[str, ...], checked: tuple[str, ...], *, track_change: bool, guarded: bool, kept: bool, held: bool, by_id: bool
 ) -> Any:
     """``update_row``'s statement for one set of columns, built once (``Database.statement``): its
     values as bind parameters (``v_<column>``), and the conditions it was asked for."""
@@ -189,13 +190,11 @@ def _update_statement(
         statement = statement.where(documents.c.state == bindparam("w_state"))
     if kept:
         holder = documents.alias("holder")
+        moved_on = and_(one_of(holder.c.state, LEFT_INDEX), holder.c.delta_run == bindparam("w_run"))
+        if held:  # or it holds another content now
+            moved_on = or_(moved_on, holder.c.checksum.is_distinct_from(bindparam("w_content")))
         statement = statement.where(
-            ~exists().where(
-                holder.c.source == bindparam("w_source"),
-                holder.c.url_hash == bindparam("w_original"),
-                one_of(holder.c.state, LEFT_INDEX),
-                holder.c.delta_run == bindparam("w_run"),
-            )
+            ~exists().where(holder.c.source == bindparam("w_source"), holder.c.url_hash == bindparam("w_original"), moved_on)
         )
     return statement.values(assignments)
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -40,7 +40,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl import frontier_scheduler
 from searchcrawl.crawl.extensions.run_end import run_end
-from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
+from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, TAKE_BACK_EVERY, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN, WAKE
 from searchcrawl.crawl.requests import admission_of, admitted
 from searchcrawl.crawl.run import Run
@@ -483,7 +483,9 @@ class RunningEngine:
         self.crawled.append(request)
 
 
-def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_the_runs_end(two_nodes) -> None:
+def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_the_runs_end(two_nodes, monkeypatch) -> None:
+    now = [1000.0]  # the scheduler's clock, moved by the test
+    monkeypatch.setattr(frontier_scheduler, "time", SimpleNamespace(monotonic=lambda: now[0]))
     a, b = two_nodes()
     node_a, node_b = opened(a), opened(b)
     assert node_a.shared and node_b.shared
@@ -514,7 +516,7 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     fetched(b, "http://h.test/page.html")
 
     assert node_b.starved
-    time.sleep(IDLE_RECHECK)  # the other nodes' work is looked up again after IDLE_RECHECK
+    now[0] += IDLE_RECHECK  # the other nodes' work is looked up again after IDLE_RECHECK
     node_b._wake()  # nothing pending anywhere: the run's end, the engine asks and may close
     assert len(engine.crawled) == 2 and not node_b.has_pending_requests()
 
@@ -529,12 +531,17 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     assert runs.nodes(run.id, 600) == []
 
 
-def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queued(two_nodes) -> None:
+def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queued(two_nodes, monkeypatch) -> None:
     """A node waiting for the others looks every IDLE_RECHECK (0.1 s): each look must be reads,
     not the two lease statements (writes: BEGIN, UPDATE, COMMIT on PostgreSQL) it made, so that a
-    fleet waiting on one slow node does not load the database; once a URL is queued it leases."""
+    fleet waiting on one slow node does not load the database; the take-back of dead nodes'
+    leases (writes) comes every TAKE_BACK_EVERY only; once a URL is queued it leases. The
+    scheduler's clock is the test's (issue 99: on a loaded machine the test's sleep of
+    IDLE_RECHECK between two looks lasted past TAKE_BACK_EVERY, and its look took back leases)."""
     from sqlalchemy import event
 
+    now = [1000.0]
+    monkeypatch.setattr(frontier_scheduler, "time", SimpleNamespace(monotonic=lambda: now[0]))
     a, b = two_nodes()
     node_a, node_b = opened(a), opened(b)
     engine = RunningEngine(spider_of(node_b))
@@ -542,18 +549,30 @@ def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queue
     node_a.enqueue_request(link(node_a, "http://h.test/", 0))
     assert drain(node_a) == ["http://h.test/"]
     assert node_b.next_request() is None and node_b.starved
-    node_b._wake()  # the first look also takes back dead nodes' leases (every 0.5 s)
+    node_b._wake()  # the first look also takes back dead nodes' leases
     sent: list[str] = []
     database = node_b.stores.database
     event.listen(database.engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
-    time.sleep(IDLE_RECHECK)
+
+    def writes() -> list[str]:
+        return [statement for statement in sent if not statement.lstrip().upper().startswith("SELECT")]
+
+    now[0] += IDLE_RECHECK
     node_b._wake()
-    assert sent and all(statement.lstrip().upper().startswith("SELECT") for statement in sent), sent
+    assert sent and writes() == []
     assert engine.crawled == []  # node a's lease: its page may add links
+    now[0] = node_b.taken_back_at + TAKE_BACK_EVERY
+    node_b._wake()
+    assert any(statement.lstrip().upper().startswith("UPDATE") for statement in writes())  # the take-back, and only then
+    sent.clear()
+    now[0] += IDLE_RECHECK
+    node_b._wake()
+    assert sent and writes() == []
+    assert engine.crawled == []
 
     node_a.enqueue_request(link(node_a, "http://h.test/page.html"))
     sent.clear()
-    time.sleep(IDLE_RECHECK)
+    now[0] += IDLE_RECHECK
     node_b._wake()
     assert any(statement.lstrip().upper().startswith("UPDATE") for statement in sent)  # the lease
     assert [request.url for request in engine.crawled] == [WAKE_URL]
@@ -578,8 +597,13 @@ def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_oth
     assert Deltas(node_b.stores.database).report(name, latest["id"]) == {"new": ["http://h.test/", "http://h.test/a.html"]}
 
 
-def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes) -> None:
-    """``_renew`` is what the renewal LoopingCall calls every third of the lease."""
+def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes, monkeypatch) -> None:
+    """``_renew`` is what the renewal LoopingCall calls every third of the lease. The stores'
+    clock (leases, heartbeats) is the test's: on a loaded machine, a heartbeat just saved must
+    not look older than the 0.5 s the test asks about (issue 99: no fixed sleep beside a clock)."""
+    clock = [datetime.now(UTC)]
+    for module in ("searchcrawl.store.frontier", "searchcrawl.store.runs"):
+        monkeypatch.setattr(f"{module}.now", lambda: clock[0])
     a, b = two_nodes(b={"SEARCHCRAWL_LEASE_SECONDS": 0.5}, SEARCHCRAWL_FRONTIER_BATCH=1)  # node b's leases: 0.5 s
     node_a, node_b = opened(a), opened(b)
     table = node_a.ledger.table
@@ -593,7 +617,7 @@ def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes) -> 
     assert drain(node_b) == ["http://h.test/b.html"]
     expires = table.get(name, "http://h.test/a.html")["lease_expires"]  # type: ignore[index]
 
-    time.sleep(0.6)  # node b stops: no renewal
+    clock[0] += timedelta(seconds=0.6)  # node b stops: no renewal
     assert node_a.owner not in runs.nodes(run.id, 0.5)  # nor has node a had a heartbeat since
     node_a._renew()
     assert table.get(name, "http://h.test/a.html")["lease_expires"] > expires  # type: ignore[index]

@@ -126,3 +126,66 @@ def test_a_group_of_copies_holds_one_document_the_named_canonical(project, serve
         in_solr, rows, _ = crawl(step)
         assert len(group(in_solr)) == 1, held(in_solr, rows)
         assert url("/moved.html") in in_solr
+
+
+@pytest.mark.parametrize("processes", [1, 2], ids=["one process", "two processes"])
+def test_a_copy_fetched_before_its_holder_changes_holds_the_content_in_that_crawl(
+    project, serve, tmp_path, solr, processes: int
+) -> None:
+    """Issue 99, point 12: A holds a content and B, discovered after it, is its copy. In the crawl
+    in which A's text changes, B is fetched before A (B is linked from the start page, A only
+    from a page linked there: breadth first, B goes first): B was compared with A still holding
+    the content and recorded its duplicate, then A changed, and B, the content's only copy now,
+    entered the index only in the next crawl. It must be in Solr at the end of that very crawl.
+    With two processes the two pages may also go through at once, in either order."""
+    root = tmp_path / "site"
+    root.mkdir()
+    files = ChangingSite(root)
+    site = serve(root)
+    url = lambda path: site.url + path.lstrip("/")  # noqa: E731
+    same, changed = page(SAME_TITLE, SAME_TEXT), page(SAME_TITLE, "the holder's new words")
+    pages = {
+        "/index.html": page("Home", "the start page", ["/hub.html"]),
+        "/hub.html": page("Hub", "the hub page", ["/a.html"]),  # A at depth 2
+        "/a.html": same,
+        "/b.html": same,
+    }
+    name = f"changed-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n' + (f"processes = {processes}\n" if processes > 1 else ""))
+    steps: list[str] = []
+    # one request at a time in each process, the frontier's order (by depth, then discovery)
+    settings = ("-s", "CONCURRENT_REQUESTS=1", "-s", "SEARCHCRAWL_FRONTIER_BATCH=1", "-s", "SEARCHCRAWL_PUSH_INTERVAL=0.2")
+
+    def crawl(step: str) -> tuple[dict[str, str], dict[str, dict]]:
+        """One crawl; returns what Solr holds (each URL's content) and the rows of A and B."""
+        files.write(pages)
+        result = project.scrapy("crawl", name, *settings)
+        assert result.returncode == 0, result.stderr[-3000:]
+        steps.append(step)
+        in_solr = {doc["url"]: doc.get("content", "") for doc in solr_docs(solr, name)}
+        table = project.table()
+        try:
+            rows = {path: table.get(name, url(path)) or {} for path in ("/a.html", "/b.html")}
+        finally:
+            table.database.close()
+        return in_solr, rows
+
+    def held(in_solr: dict[str, str], rows: dict[str, dict]) -> str:
+        described = (
+            f"{path}: {row.get('state')} {row.get('status')} {row.get('reason')!r} duplicate_of={row.get('duplicate_of')}"
+            for path, row in rows.items()
+        )
+        return f"after {' -> '.join(steps)}: Solr holds {sorted(in_solr)}; " + "; ".join(described)
+
+    in_solr, rows = crawl("A alone")
+    assert url("/a.html") in in_solr and url("/b.html") not in in_solr, held(in_solr, rows)
+    pages["/index.html"] = page("Home", "the start page", ["/hub.html", "/b.html"])  # B at depth 1, found after A
+    in_solr, rows = crawl("B, a copy of A, found")
+    assert url("/a.html") in in_solr and url("/b.html") not in in_solr, held(in_solr, rows)
+    assert rows["/b.html"]["duplicate_of"] == url("/a.html"), held(in_solr, rows)
+
+    pages["/a.html"] = changed  # B goes before A in this crawl
+    in_solr, rows = crawl("A changed")
+    assert in_solr.get(url("/b.html")) == SAME_TEXT, held(in_solr, rows)  # the content's only copy now
+    assert in_solr.get(url("/a.html")) == "the holder's new words", held(in_solr, rows)
+    assert (rows["/b.html"]["state"], rows["/b.html"]["duplicate_of"]) == ("indexed", None), held(in_solr, rows)

@@ -10,7 +10,7 @@ from searchcrawl.commands.crawl import ExitCode, exit_code
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.ops.local_fleet import RUN_SETTING
 from searchcrawl.store.runs import Runs
-from tests.conftest import InFlight, wait_for
+from tests.conftest import HeldAnswers, wait_for
 
 
 def unique(name: str) -> str:
@@ -58,12 +58,15 @@ def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(p
     (root / "index.html").write_text(f"<html><head><title>Home</title></head><body><p>Home.</p>{links}</body></html>")
     for page in pages:
         (root / page).write_text(f"<html><head><title>{page}</title></head><body><p>Page {page}.</p></body></html>")
-    site = serve(root, slow=0.5, in_flight=InFlight())
+    # the first crawl's answers wait until the others have been refused: it is still running then,
+    # however long they took to start (answers of 0.5 s each once let it finish first)
+    answers = HeldAnswers()
+    site = serve(root, in_flight=answers)
     name = unique("busy")
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 1\nconcurrent_per_site = 1\n')
     first = project.popen("crawl", name)
     try:
-        wait_for(lambda: site.requests, timeout=120, what="the first crawl's first request")
+        wait_for(answers.arrived.is_set, timeout=120, what="the first crawl's first request")
 
         second = project.scrapy("crawl", name)
 
@@ -83,6 +86,7 @@ def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(p
         assert "opened no run; nothing crawled" in several.stderr, several.stderr[-3000:]
         assert "Spider opened" not in several.stderr and "Traceback" not in several.stderr
     finally:
+        answers.released.set()
         output, _ = first.communicate(timeout=300)
     assert first.returncode == ExitCode.FINISHED, output[-3000:]
     assert Runs(project.table().database).latest(name)["state"] == "finished"

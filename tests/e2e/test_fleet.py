@@ -41,9 +41,11 @@ from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
 from searchcrawl.store.database import process_owner
 from searchcrawl.store.models import site_leases
+from searchcrawl.store.sites import SiteGrant
 from tests.components import BARE_DOWNLOADER, close_stores, engine_of, node_owner, source_crawler, stores_of
 
 SLACK = 0.02  # seconds an asyncio timer may fire early
+WAIT = 30.0  # seconds a condition may take at most on a loaded machine (never a fixed sleep)
 
 
 @pytest.fixture
@@ -84,15 +86,30 @@ def in_flight(middleware: FleetPolitenessMiddleware, site: str) -> int:
         return connection.execute(select(func.count()).select_from(site_leases).where(site_leases.c.site == site)).scalar_one()
 
 
+def granted(node: FleetPolitenessMiddleware) -> list[tuple[str, float]]:
+    """The (site, wait) of each start ``node`` reserves from now on: how long the fleet told its
+    request to wait, which a loaded machine does not change (the time a call took does)."""
+    grants: list[tuple[str, float]] = []
+    acquire = node.sites.acquire
+
+    def recording(site: str, *args: Any) -> SiteGrant:
+        grant = acquire(site, *args)
+        grants.append((site, grant.wait))
+        return grant
+
+    node.sites.acquire = recording  # type: ignore[method-assign]
+    return grants
+
+
 def response(request: Request) -> HtmlResponse:
     return HtmlResponse(request.url, body=b"<html></html>", request=request)
 
 
-async def released(middleware: FleetPolitenessMiddleware, site: str, leases: int) -> None:
-    """Wait for the releases (made in a worker thread) to leave ``leases`` of ``site``."""
-    for _ in range(100):
-        if in_flight(middleware, site) == leases:
-            return
+async def leased(middleware: FleetPolitenessMiddleware, site: str, leases: int) -> None:
+    """Wait until ``site`` has ``leases`` leases in the database: the reservations and releases
+    are made in worker threads (a fixed sleep for them fails a loaded machine: issue 99)."""
+    deadline = time.monotonic() + WAIT
+    while in_flight(middleware, site) != leases and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert in_flight(middleware, site) == leases
 
@@ -119,17 +136,18 @@ def test_a_sites_requests_are_spaced_by_the_delay_across_nodes(nodes) -> None:
     node_a, node_b = fleet(*nodes(f"delay = {delay}\n"))
     site, other = a_site(), a_site()
 
+    a_grants, b_grants = granted(node_a), granted(node_b)
+
     async def scenario() -> None:
         start = time.monotonic()
         requests = [Request(f"http://{site}/{n}.html") for n in range(3)]
         await node_a.process_request(requests[0])
-        assert time.monotonic() - start < delay  # the site's first request goes at once
+        assert a_grants == [(site, 0.0)]  # the site's first request goes at once
         await node_b.process_request(requests[1])  # the other node waits for the delay
         assert time.monotonic() - start >= delay - SLACK
         elsewhere = Request(f"http://{other}/")
-        before = time.monotonic()
         await node_b.process_request(elsewhere)  # another site does not wait
-        assert time.monotonic() - before < delay
+        assert b_grants[-1] == (other, 0.0)
         await node_a.process_request(requests[2])  # and back on the first node: a delay after the second
         assert time.monotonic() - start >= 2 * delay - SLACK
         assert all(request.meta[SITE_LEASE] for request in requests)
@@ -138,7 +156,7 @@ def test_a_sites_requests_are_spaced_by_the_delay_across_nodes(nodes) -> None:
             returned = response(request)
             assert node.process_response(request, returned) is returned
             assert SITE_LEASE not in request.meta
-        await released(node_a, site, 0)
+        await leased(node_a, site, 0)
 
     asyncio.run(scenario())
 
@@ -159,14 +177,14 @@ def test_a_stalled_process_still_spaces_its_requests(nodes) -> None:
             left.append(time.monotonic())
 
         tasks = [asyncio.create_task(send(request)) for request in requests]
-        await asyncio.sleep(0.2)  # the grants are reserved (in worker threads)
+        await leased(node, site, 3)  # the grants are reserved
         time.sleep(1.0)  # noqa: ASYNC251 - the stall itself
         await asyncio.gather(*tasks)
         gaps = [later - earlier for earlier, later in zip(left, left[1:], strict=False)]
         assert min(gaps) >= delay - SLACK, gaps
         for request in requests:
             node.process_response(request, response(request))
-        await released(node, site, 0)
+        await leased(node, site, 0)
 
     asyncio.run(scenario())
 
@@ -180,17 +198,18 @@ def test_a_start_missed_by_a_stalled_node_is_not_taken_in_the_next_nodes_turn(no
     node_a, node_b = fleet(*nodes(f"delay = {delay}\n"))
     site = a_site()
     sent: dict[str, float] = {}
-    a_reserved, b_second = threading.Event(), threading.Event()
+    b_first, a_reserved, b_second = threading.Event(), threading.Event(), threading.Event()
 
     def run_b() -> None:
         async def scenario() -> None:
             first = Request(f"http://{site}/b1.html")
             await node_b.process_request(first)
             sent["b1"] = time.monotonic()
-            a_reserved.wait(5)
+            b_first.set()
+            a_reserved.wait(WAIT)
             second = Request(f"http://{site}/b2.html")
             reserve = asyncio.ensure_future(node_b.process_request(second))
-            await asyncio.sleep(0.05)  # its start is reserved (in a worker thread)
+            await leased(node_b, site, 3)  # its start is reserved (b1's lease is held, a's reserved)
             b_second.set()
             await reserve
             sent["b2"] = time.monotonic()
@@ -203,9 +222,9 @@ def test_a_start_missed_by_a_stalled_node_is_not_taken_in_the_next_nodes_turn(no
         async def scenario() -> None:
             request = Request(f"http://{site}/a.html")
             reserve = asyncio.ensure_future(node_a.process_request(request))
-            await asyncio.sleep(0.05)  # its start is reserved, b's first taken
+            await leased(node_a, site, 2)  # its start is reserved, b's first taken
             a_reserved.set()
-            b_second.wait(5)
+            b_second.wait(WAIT)
             time.sleep(0.45)  # noqa: ASYNC251 - the stall, past its reserved start
             await reserve
             sent["a"] = time.monotonic()
@@ -215,7 +234,7 @@ def test_a_start_missed_by_a_stalled_node_is_not_taken_in_the_next_nodes_turn(no
 
     threads = [threading.Thread(target=run_b), threading.Thread(target=run_a)]
     threads[0].start()
-    time.sleep(0.1)  # b's first start is the site's first
+    assert b_first.wait(WAIT)  # b's first start is the site's first
     threads[1].start()
     for thread in threads:
         thread.join(30)
@@ -243,7 +262,7 @@ def test_at_most_concurrent_per_site_requests_are_in_flight_across_nodes(nodes) 
         assert node_b.process_exception(second, ConnectionResetError()) is None  # so does a failure
         await asyncio.wait_for(waiting, 2)
         node_a.process_response(third, response(third))
-        await released(node_a, site, 0)
+        await leased(node_a, site, 0)
 
     asyncio.run(scenario())
 

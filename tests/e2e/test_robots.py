@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -59,7 +60,7 @@ from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES
 from searchcrawl.rules.status_codes import Status
 from tests.components import run_with_engine, source_crawler
-from tests.conftest import InFlight, Site
+from tests.conftest import HeldAnswers, Site
 
 ROBOTS_MIDDLEWARE = f"{RobotsMiddleware.__module__}.{RobotsMiddleware.__qualname__}"
 # What opening the spider of an unstarted engine needs, and the middleware under test as the
@@ -109,6 +110,14 @@ def held(middleware: RobotsMiddleware, site: str) -> SiteRobots:
 
 def robots_fetches(site: Site) -> int:
     return site.paths().count("/robots.txt")
+
+
+def middleware_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The middleware's clock (when a site's robots.txt is fetched again), moved by the test: no
+    fixed sleep beside it (issue 99)."""
+    now = [1000.0]
+    monkeypatch.setattr("searchcrawl.crawl.middlewares.robots.time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
 
 
 @pytest.fixture
@@ -327,7 +336,8 @@ def test_a_records_strings_are_weighed(tmp_path: Path, site: Site) -> None:
 
 def test_concurrent_requests_wait_for_the_same_fetch(tmp_path: Path, serve) -> None:
     (tmp_path / "site").mkdir()
-    site = serve(tmp_path / "site", in_flight=InFlight(), slow=0.5)  # robots.txt takes half a second
+    answers = HeldAnswers()
+    site = serve(tmp_path / "site", in_flight=answers)  # robots.txt is answered when the test says
     site.responses["/robots.txt"] = text(ROBOTS)
     crawler = crawler_of(tmp_path, site.url)
 
@@ -345,10 +355,13 @@ def test_concurrent_requests_wait_for_the_same_fetch(tmp_path: Path, serve) -> N
                 site_of(site) in middleware.fetching or site_of(site) in middleware.sites or site_of(site) in middleware.verdicts
             )
         )
-        await asyncio.sleep(0.2)
-        assert not any(task.done() for task in [*tasks, cancelled])  # all wait for the one fetch
-        assert list(middleware.fetching) == [site_of(site)]
-        cancelled.cancel()  # e.g. the crawl closing: the others' fetch goes on
+        try:
+            assert await asyncio.to_thread(answers.arrived.wait, 60)  # the fetch is at the site
+            assert not any(task.done() for task in [*tasks, cancelled])  # all wait for the one fetch
+            assert list(middleware.fetching) == [site_of(site)]
+            cancelled.cancel()  # e.g. the crawl closing: the others' fetch goes on
+        finally:
+            answers.released.set()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert results[:-1] == [None] * 10
         assert isinstance(results[-1], RequestRefused) and results[-1].status == Status.EXCLUDED_ROBOTS
@@ -381,7 +394,10 @@ def test_a_4xx_robots_txt_means_no_restrictions(tmp_path: Path, site: Site, stat
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
-def test_a_5xx_or_429_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(tmp_path: Path, site: Site, status: int) -> None:
+def test_a_5xx_or_429_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(
+    tmp_path: Path, site: Site, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = middleware_clock(monkeypatch)
     site.responses["/robots.txt"] = text(b"busy", status)
     crawler = crawler_of(tmp_path, site.url)
 
@@ -392,7 +408,7 @@ def test_a_5xx_or_429_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(t
             assert refusal.outcome.event == Event.FAILED  # a failure that may pass, not a rule
             assert refusal.reason == f"robots.txt of {site_of(site)} answered {status}"
         site.responses["/robots.txt"] = text(b"User-agent: *\nAllow: /\n")  # back, but not for this crawl
-        await asyncio.sleep(0.3)
+        now[0] += 3600  # an hour later in the crawl
         assert (await refused(middleware, f"{site.url}c.html")).status == Status.ROBOTS_UNAVAILABLE
         assert crawler.stats.get_value("searchcrawl/robots_unavailable") == 4
         assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") is None
@@ -422,7 +438,10 @@ def test_an_unreachable_robots_txt_fails_the_sites_urls_and_is_not_fetched_again
     run(crawler, scenario)
 
 
-def test_with_robots_retry_after_an_unavailable_robots_txt_is_fetched_again(tmp_path: Path, site: Site) -> None:
+def test_with_robots_retry_after_an_unavailable_robots_txt_is_fetched_again(
+    tmp_path: Path, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = middleware_clock(monkeypatch)  # "not yet" is not yet however slow the machine
     site.responses["/robots.txt"] = text(b"down", 503)
     crawler = crawler_of(tmp_path, site.url, SEARCHCRAWL_ROBOTS_RETRY_AFTER=0.5)
 
@@ -431,11 +450,11 @@ def test_with_robots_retry_after_an_unavailable_robots_txt_is_fetched_again(tmp_
         site.responses["/robots.txt"] = text(ROBOTS)
         assert (await refused(middleware, f"{site.url}a.html")).status == Status.ROBOTS_UNAVAILABLE  # not yet
         assert robots_fetches(site) == 1
-        await asyncio.sleep(0.6)
+        now[0] += 0.6
         assert await middleware.process_request(Request(f"{site.url}a.html")) is None  # fetched again: 200
         assert (await refused(middleware, f"{site.url}private/a.html")).status == Status.EXCLUDED_ROBOTS
         assert held(middleware, site_of(site)).unavailable is None
-        await asyncio.sleep(0.6)
+        now[0] += 0.6
         assert await middleware.process_request(Request(f"{site.url}b.html")) is None  # a 200 is kept for good
 
     run(crawler, scenario)

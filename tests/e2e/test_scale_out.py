@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pysolr
@@ -304,7 +305,10 @@ def test_a_site_full_of_slots_of_processes_gone_is_freed_at_once(politeness_db: 
     assert local_pid(f"{here}:{2**64}", here) is None and local_pid(f"{here}:12", here) == 12
 
 
-def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
+def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str, monkeypatch) -> None:
+    clock = [datetime.now(UTC)]  # the stores' clock (leases, heartbeats), moved by the test
+    for module in ("searchcrawl.store.frontier", "searchcrawl.store.runs"):
+        monkeypatch.setattr(f"{module}.now", lambda: clock[0])
     table = DocumentTable(Database(postgres_url))
     runs = Runs(table.database)
     run = runs.start("leases", allow_shared=True, owner="alive:1")
@@ -314,7 +318,7 @@ def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(post
     alive.add([Entry(f"http://h/{n}", 0) for n in range(6)])
     assert len(alive.lease(3)) == 3 and len(dead.lease(3)) == 3
     assert alive.requeue_gone(runs, 60) == 0  # a node keeps live nodes' leases (the other's heartbeat is recent)
-    time.sleep(0.3)
+    clock[0] += timedelta(seconds=0.3)
     assert alive.renew() == 3
     assert alive.requeue_leased(expired_only=True) == 3  # only the dead node's
     assert alive.counts() == {"queued": 3, "leased": 3, "done": 0}

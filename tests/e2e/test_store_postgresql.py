@@ -20,6 +20,7 @@ from tests.benchmarks.plan import fill
 from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
     exercise,
     test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked,
+    test_a_holder_whose_content_changes_frees_its_copies_in_the_same_run,
     test_a_joining_node_takes_back_the_leases_of_nodes_gone_and_no_others,
     test_an_unchanged_outcomes_validators_are_kept_only_over_the_content_compared,
     test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay,

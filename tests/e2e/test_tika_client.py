@@ -220,14 +220,19 @@ def test_corrupt_and_unreadable_documents(tika: TikaConverter) -> None:
 
 class _Fake(BaseHTTPRequestHandler):
     """A Tika that answers ``status`` after ``delay`` seconds (or drops the first connection),
-    answers /version when ``version``, and counts requests, and requests in flight."""
+    answers /version when ``version``, and counts requests, and requests in flight. With
+    ``reach``, a document is answered only once ``reach`` have been in flight together (or 10 s
+    have passed): a test of a concurrency limit sees it reached whenever the client allows it,
+    however loaded the machine (answers of a fixed slowness overlap by chance only: issue 99)."""
 
     status = 200
     delay = 0.0
+    reach = 0
     version = False
     drop_first = False
     answer = b'[{"X-TIKA:content": "fake text", "Content-Type": "text/plain"}]'
     lock = threading.Lock()
+    changed = threading.Condition(lock)
     in_flight = 0
     most = 0
     puts = 0
@@ -244,12 +249,13 @@ class _Fake(BaseHTTPRequestHandler):
 
     def do_PUT(self) -> None:  # noqa: N802 - http.server's name
         cls = type(self)
-        with cls.lock:
+        with cls.changed:
             cls.in_flight += 1
             cls.most = max(cls.most, cls.in_flight)
             cls.puts += 1
             cls.headers_seen.append(dict(self.headers))
             drop = cls.drop_first and cls.puts == 1
+            cls.changed.notify_all()
         done = False
 
         def finished() -> None:
@@ -267,6 +273,8 @@ class _Fake(BaseHTTPRequestHandler):
                 finished()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            with cls.changed:
+                cls.changed.wait_for(lambda: cls.most >= cls.reach, timeout=10)
             time.sleep(cls.delay)
             body = cls.answer
             finished()
@@ -286,8 +294,11 @@ class _Fake(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_tika():
     def start(status: int = 200, delay: float = 0.0, **options: object) -> str:
+        lock = threading.Lock()
         handler = type(
-            "Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock(), "headers_seen": [], **options}
+            "Handler",
+            (_Fake,),
+            {"status": status, "delay": delay, "lock": lock, "changed": threading.Condition(lock), "headers_seen": [], **options},
         )
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         servers.append(server)
@@ -378,7 +389,7 @@ def test_a_document_slower_than_the_time_limit_times_out(fake_tika) -> None:
 
 
 def test_at_most_concurrency_documents_in_tika_at_once(fake_tika) -> None:
-    url = fake_tika(delay=0.3)
+    url = fake_tika(reach=2)
     converter = TikaConverter(url, concurrency=2)
     threads = [threading.Thread(target=converter.convert, args=(b"data",)) for _ in range(6)]
     for thread in threads:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from searchcrawl.rules.ledger_rules import has_left, holder_to_recall, linkless, plan_step, redirect_now, stale_target_step
+from searchcrawl.rules.ledger_rules import (
+    frees_copies,
+    has_left,
+    holder_to_recall,
+    linkless,
+    moved_on,
+    plan_step,
+    redirect_now,
+    stale_target_step,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -13,6 +22,22 @@ def test_an_original_has_left_only_when_it_left_in_this_run() -> None:
     assert has_left("removing", 7, 7) and has_left("removed", 7, 7)
     assert not has_left("removed", 6, 7)  # left in an earlier run: a canonical copy coming back
     assert not has_left("indexed", 7, 7) and not has_left(None, None, 7)
+
+
+def test_an_original_moved_on_when_it_left_in_this_run_or_holds_another_content() -> None:
+    assert moved_on("removing", 7, "x", 7, "x")  # left (has_left)
+    assert moved_on("pending", 7, "y", 7, "x")  # its content changed since the copy was compared
+    assert not moved_on("indexed", 6, "x", 7, "x")  # it holds the copy's content
+    assert not moved_on("removed", 6, "x", 7, "x")  # left in an earlier run: a canonical copy coming back
+    assert not moved_on("indexed", 6, "y", 7, None)  # the copy's content is not known: left only
+    assert not moved_on(None, None, None, 7, "x")  # no row
+
+
+def test_a_holder_frees_its_copies_when_its_content_changes() -> None:
+    assert frees_copies("x", "y")
+    assert not frees_copies("x", "x")  # the same content again (a forced recrawl)
+    assert not frees_copies(None, "y")  # its first fetch: it has no copies
+    assert not frees_copies("x", None)
 
 
 def copy(url: str, number: int, *, holds: bool, done: bool = True, canonical: str | None = None) -> dict:

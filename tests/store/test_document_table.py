@@ -397,6 +397,68 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     assert (row["duplicate_of"], row["frontier"], row["status"]) == (x, "done", 911)
 
 
+@pytest.mark.parametrize("first", ["copy", "holder"], ids=["the copy recorded first", "the holder recorded first"])
+def test_a_holder_whose_content_changes_frees_its_copies_in_the_same_run(backend: str, tmp_path, request, first: str) -> None:
+    """Issue 99, point 12: b, a copy of a's content, was compared with a (indexed) early in the
+    crawl in which a then changed its text: b was left the duplicate of a content nobody held,
+    and indexed only in the next crawl. Whichever outcome is written first, b is queued again
+    in the run, no longer anyone's duplicate; e, a copy not in the run (a redirect target
+    outside the boundary, fetched only through its redirect), is left to its next fetch; a
+    holder fetched again with the same content (a forced recrawl) frees none."""
+    url = f"sqlite:///{tmp_path / 'd.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    table = DocumentTable(Database(url))
+    source = f"changed-{backend}-{tmp_path.name}"
+    a, b, c, d, e = (f"http://h/{name}" for name in "abcde")
+    runs = Runs(table.database)
+    table = table.for_run(runs.start(source).id)
+    Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "old"}))
+    Ledger(table, source).mark_indexed([(a, "old")])
+    for copy in (b, c, e):
+        Ledger(table, source).record(copy, duplicate(a, "old"))
+    Ledger(table, source).record(d, Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
+    Ledger(table, source).mark_indexed([(d, "d")])
+    Ledger(table, source).record(c, duplicate(d, "d"))  # c's content changed: now d's copy
+    runs.end(table.run_id, RunState.FINISHED, {}, "finished")
+
+    table = table.for_run(runs.start(source).id)  # the crawl in which a changes: b fetched before a
+    frontier = Frontier(table.database, source, table.run_id, "me")
+    frontier.add([Entry(b, 1), Entry(a, 2), Entry(d, 1)])
+    assert [entry.url for entry in frontier.lease(3)] == [b, d, a]
+    outcomes = {"copy": (b, duplicate(a, "old")), "holder": (a, Outcome(Event.CACHED, 200, columns={"checksum": "new"}))}
+    for name in (first, "holder" if first == "copy" else "copy"):
+        Ledger(table, source).record(*outcomes[name])
+    row = table.get(source, b)
+    assert row is not None
+    assert (row["duplicate_of"], row["frontier"], row["run_id"]) == (None, "queued", table.run_id)
+    assert [entry.url for entry in frontier.lease(3)] == [b]  # fetched again in this run, to hold the old content
+    row = table.get(source, e)
+    assert row is not None and (row["duplicate_of"], row["run_id"]) == (a, table.run_id - 1)
+    Ledger(table, source).record(d, Outcome(Event.CACHED, 200, columns={"checksum": "d"}))  # the same content: a forced recrawl
+    row = table.get(source, c)
+    assert row is not None and (row["duplicate_of"], row["run_id"]) == (d, table.run_id - 1)
+
+
+def test_a_holder_changed_to_the_content_of_a_copy_it_replaces_keeps_that_copy_its_duplicate(tmp_path) -> None:
+    """a, found first, changes to b's content and takes b's place in the index (ChangePipeline's
+    replacement, then a's own outcome): b, of a's new content, stays a's duplicate, and is not
+    fetched again for nothing."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
+    source = "replaced"
+    a, b = "http://h/a", "http://h/b"
+    runs = Runs(table.database)
+    table = table.for_run(runs.start(source).id)
+    for page, checksum in ((a, "x"), (b, "y")):
+        Ledger(table, source).record(page, Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
+    Ledger(table, source).mark_indexed([(a, "x"), (b, "y")])
+    runs.end(table.run_id, RunState.FINISHED, {}, "finished")
+    table = table.for_run(runs.start(source).id)
+    replaced = Outcome(Event.GONE, 911, f"duplicate of {a}", kind=Delta.DUPLICATE, columns={"duplicate_of": a}, finishes=False)
+    Ledger(table, source).record(b, replace(replaced, fetched=False))
+    Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "y"}))
+    row = table.get(source, b)
+    assert row is not None and (row["state"], row["duplicate_of"], row["run_id"]) == ("removing", a, table.run_id - 1)
+
+
 def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -> None:
     """Found by the suite under load (tests/e2e/test_mail_sources.py): an attachment was marked the
     duplicate of another (b of a), a canonical copy then took a's place, and b, queued again to

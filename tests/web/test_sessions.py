@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 from searchcrawl.web.sign_on import sessions
 from searchcrawl.web.sign_on.sessions import (
@@ -39,9 +39,13 @@ def test_login_check_session_and_csrf() -> None:
 
 
 def test_sessions_expire_and_are_bounded(monkeypatch) -> None:
+    now = [1000.0]  # the sessions' clock, moved by the test (no fixed sleep)
+    monkeypatch.setattr(sessions, "time", SimpleNamespace(monotonic=lambda: now[0]))
     store = Sessions(("admin", "s3cret-pass"), lifetime=0.05)
     token = store.login("admin")
-    time.sleep(0.1)
+    now[0] += 0.04
+    assert store.get(token) is not None
+    now[0] += 0.02
     assert store.get(token) is None
     monkeypatch.setattr(sessions, "MAX_SESSIONS", 3)
     store = Sessions(("admin", "s3cret-pass"))

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from scrapy import Request
@@ -128,13 +129,23 @@ class SitemapServer:
     """A stand-in for the engine's ``download_async``: the sitemaps a test serves, and the URLs
     the middleware asked for (what would have reached the network)."""
 
-    def __init__(self, bodies: dict[str, bytes], seconds: float = 0, redirects: dict[str, str] | None = None) -> None:
-        self.bodies, self.seconds, self.redirects = bodies, seconds, redirects or {}
+    def __init__(
+        self,
+        bodies: dict[str, bytes],
+        seconds: float = 0,
+        redirects: dict[str, str] | None = None,
+        clock: list[float] | None = None,
+    ) -> None:
+        """Each answer takes ``seconds``: slept, or with ``clock`` (the middleware's, the test's)
+        moved on by that much, whatever the machine's speed."""
+        self.bodies, self.seconds, self.redirects, self.clock = bodies, seconds, redirects or {}, clock
         self.requested: list[str] = []
 
     async def download_async(self, request: Request) -> Response:
         self.requested.append(request.url)
-        await asyncio.sleep(self.seconds)
+        if self.clock is not None:
+            self.clock[0] += self.seconds
+        await asyncio.sleep(0 if self.clock is not None else self.seconds)
         if request.url in self.redirects:
             return Response(request.url, status=302, headers={"Location": self.redirects[request.url]})
         body = self.bodies.get(request.url)
@@ -181,16 +192,20 @@ def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever
         middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=datetime.now(UTC) - timedelta(days=6)))
 
 
-def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(crawler_of: CrawlerOf) -> None:
+def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(crawler_of: CrawlerOf, monkeypatch) -> None:
     """Its pages wait for its sitemaps, holding Scrapy's request slots: 1,000 sitemaps answered
-    just inside the download timeout would have held every site's crawl for hours."""
+    just inside the download timeout would have held every site's crawl for hours. The
+    middleware's clock is the test's, moved on by each answer (issue 99: slept, the index's
+    answer alone could outlast the 0.25 s on a loaded machine)."""
+    clock = [1000.0]
+    monkeypatch.setattr("searchcrawl.crawl.middlewares.sitemaps.time", SimpleNamespace(monotonic=lambda: clock[0]))
     crawler = crawler_of(f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_SECONDS=0.25)
     middleware = build_from_crawler(SitemapMiddleware, crawler)
     children = [f"{SITE}/s{number}.xml" for number in range(20)]
-    server = SitemapServer({f"{SITE}/index.xml": index(*children)}, seconds=0.1)
+    server = SitemapServer({f"{SITE}/index.xml": index(*children)}, seconds=0.1, clock=clock)
     middleware.crawler.engine = server  # type: ignore[assignment]
     asyncio.run(middleware.read_all([f"{SITE}/index.xml"]))
-    assert 2 <= len(server.requested) <= 5, server.requested
+    assert server.requested == [f"{SITE}/index.xml", f"{SITE}/s0.xml", f"{SITE}/s1.xml"]  # the third answer ends past 0.25 s
 
 
 def test_a_sitemap_redirect_to_a_url_that_cannot_be_read_is_passed_over_quietly(
