@@ -18,13 +18,14 @@ import json
 import logging
 import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService, OwnServices, ip_of
 from searchcrawl.semantic.embedders import DimensionMismatch, ModelSpec
+from searchcrawl.system.host_addresses import addresses_of
 
 logger = logging.getLogger(__name__)
 
@@ -96,20 +97,6 @@ def _listening(what: str, host: Any, port: Any) -> OwnService | None:
         return None
     host = str(host or "127.0.0.1").strip()
     return OwnService.of_url(what, f"http://{f'[{host}]' if ':' in host else host}:{number}/")
-
-
-def addresses_of(hosts: Iterable[str]) -> dict[str, list[str]]:
-    """Each name's addresses, as this machine resolves them now (a name that does not resolve: none)."""
-    found: dict[str, list[str]] = {}
-    for host in set(hosts):
-        if ip_of(host) is not None or not host:
-            continue
-        try:
-            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            continue
-        found[host] = sorted({str(info[4][0]) for info in infos})
-    return found
 
 
 def on_this_machine(address: str) -> bool:
