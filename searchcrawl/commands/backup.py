@@ -63,7 +63,7 @@ class Command(ScrapyCommand):
             if len(args) == 1 or args[1] == "-":
                 sys.stdout.write(text)
             else:
-                backup.write_atomically(Path(args[1]), text)
+                paths.write_atomically(Path(args[1]), text)
                 os.chmod(args[1], 0o600)  # the tokens' hashes and the sources' secret names
                 print(f"Backup written to {args[1]}: {len(exported['sources'])} sources", file=sys.stderr)
             for item in exported["left_out"]:

@@ -52,6 +52,7 @@ from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
 from searchcrawl.store.relevance_rules import LIMITS, RelevanceStore
+from searchcrawl.system.paths import write_atomically
 from searchcrawl.system.secrets import SECRET_NAME, VARIABLE_NAME
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext
@@ -629,21 +630,6 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
     except BaseException:
         for path in reversed(written):  # the source files first (written last): no source without its files
             path.unlink(missing_ok=True)
-        raise
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as written:
-            written.write(text)
-            written.flush()
-            os.fsync(written.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
         raise
 
 

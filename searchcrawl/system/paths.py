@@ -1,8 +1,10 @@
-"""Where searchcrawl keeps its state: resolved once from settings, used by every component."""
+"""Where searchcrawl keeps its state: resolved once from settings, used by every component; and
+how a file of it is written (``write_atomically``)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from scrapy.settings import BaseSettings
@@ -13,7 +15,12 @@ from searchcrawl.system import secrets
 
 def data_dir(settings: BaseSettings) -> Path:
     """The data directory (document table, cache, dev Solr); created on first use."""
-    configured = settings.get("SEARCHCRAWL_DATA_DIR")
+    return data_dir_named(settings.get("SEARCHCRAWL_DATA_DIR"))
+
+
+def data_dir_named(configured: str | None) -> Path:
+    """The data directory SEARCHCRAWL_DATA_DIR names (``configured``), else the user's
+    (XDG_DATA_HOME); created on first use."""
     if configured:
         path = Path(configured).expanduser()
     else:
@@ -84,3 +91,19 @@ def user_cache_dir() -> Path:
     data dir and installation, never beside the sources (they may be installed read-only)."""
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "searchcrawl"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it (a
+    reader sees the old file or the new one, never a part)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as written:
+            written.write(text)
+            written.flush()
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

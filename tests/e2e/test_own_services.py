@@ -8,6 +8,8 @@ tests/crawl/middlewares/test_address_guard.py."""
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,10 @@ import pytest
 
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
-from tests.conftest import Project, solr_docs
+from tests.conftest import Project, free_port, solr_docs
 from tests.e2e.test_crawl import unique
 from tests.e2e.test_redirects import page
+from tests.web_site import serve_web
 
 
 def test_a_source_never_crawls_the_installations_solr(project: Project, serve: Any, tmp_path: Path, solr: Any) -> None:
@@ -86,3 +89,26 @@ def test_the_installations_solr_by_another_spelling_is_refused_at_the_connection
     assert "Refused at the connection" in done.stderr
     assert "Retrying" not in done.stderr and "retry/count" not in done.stderr, done.stderr[-3000:]
 
+
+def test_a_crawl_that_is_not_told_the_web_applications_port_refuses_its_pages(project: Project) -> None:
+    """Issue 99: `scrapy web` on a port of its own records where it listens in the data directory;
+    a crawl started apart from it (no SEARCHCRAWL_WEB_PORT in its environment: the default 8080
+    is all its settings know) reads the record and refuses the application's pages, 944, by its
+    address and by another name of this machine. The record goes when the server shuts down."""
+    port = free_port()
+    web = serve_web(project, port)
+    try:
+        name = unique("own-web")
+        seeds = f'"http://127.0.0.1:{port}/", "http://localhost:{port}/search?q=x"'
+        project.source(name, f"seeds = [{seeds}]\nindex_dynamic_pages = true\n")
+        done = project.scrapy("crawl", name)
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = project.table().rows(name, limit=100)
+        assert len(rows) == 2 and {row["status"] for row in rows} == {Status.OWN_SERVICE}, rows
+        records = sorted((project.data_dir / "listening").glob("web-*.json"))
+        assert [json.loads(record.read_text())["port"] for record in records] == [port], records
+        assert all(f"is the web application (its record {records[0]})" in row["reason"] for row in rows), rows
+    finally:
+        web.send_signal(signal.SIGTERM)
+        web.wait(timeout=30)
+    assert not list((project.data_dir / "listening").glob("*.json"))
