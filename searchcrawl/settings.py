@@ -476,6 +476,11 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.form_login.FormLoginMiddleware": 650,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,
+    # A connection the crawl's resolver refused (an internal address, one of the installation's own
+    # services) fails as a DNS error: given the address guard's status (941, 944) before the retry
+    # middleware (550) sees it; below site_concurrency (900) and fleet (950), whose process_exception
+    # gives back the request's turn first (a download's exception passes from the highest number down)
+    "searchcrawl.crawl.middlewares.address_guard.ConnectionRefusalMiddleware": 555,
     # A source's [proxy] for every request (Scrapy's, which reads http_proxy etc. from the
     # environment, is replaced): after site_auth (its credentials are the site's, these the proxy's)
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,

@@ -1,5 +1,6 @@
 """The levels of the code (issue 73), read from its syntax trees: each package of searchcrawl imports
-only packages of its own level or lower, in the order declared once here (``LEVELS``). A lower
+only packages of a lower level, in the order declared once here (``LEVELS``), and the packages that
+share a level (crawl/ and web/) import each other nowhere. A lower
 package that needs something of a higher one is the sign that the thing lives too high: move it
 down (or hand it in from above) rather than import upward. The imports that still run upward are
 named in ``UPWARD``, each with its reason; a new one fails this test, and so does an entry of
@@ -24,7 +25,9 @@ from pathlib import Path
 
 from tests.syntax_trees import PACKAGE, package_modules, tree_of
 
-# Lowest first; the packages of one level may import each other, and nothing of a higher level.
+# Lowest first; a package imports nothing of a higher level, and the packages of one level stand
+# side by side: they import each other nowhere (a crawl without the web application, and the other
+# way round), what both need lives below them.
 # The top-level modules (searchcrawl/cli.py, settings.py, __init__.py) stand above every package.
 LEVELS: tuple[frozenset[str], ...] = tuple(
     frozenset(level.split())
@@ -135,9 +138,30 @@ def test_every_named_upward_import_still_happens() -> None:
     )
 
 
+def side_by_side_imports() -> set[tuple[str, str]]:
+    """The (importer, imported) pairs of two packages that share a level (crawl/ and web/)."""
+    found = set()
+    for path in package_modules():
+        importer = module_name(path)
+        for imported in imports(path):
+            mine, theirs = package_of(importer), package_of(imported)
+            if mine != theirs and TOP not in (mine, theirs) and level_of(mine) == level_of(theirs):
+                found.add((importer, imported))
+    return found
+
+
+def test_packages_of_one_level_import_each_other_nowhere() -> None:
+    """crawl/ and web/ stand side by side: neither imports the other, in either direction (a cycle
+    test alone let web/source_editor.py import crawl/own_services.py, since crawl/ imports nothing
+    of web/). What both need moves below them."""
+    found = sorted(side_by_side_imports() - UPWARD.keys())
+    assert not found, "packages of one level import each other (move what both need below them):\n" + "\n".join(
+        f"  {importer} imports {imported}" for importer, imported in found
+    )
+
+
 def test_packages_form_no_cycle() -> None:
-    """Packages of one level may import each other, but not in a circle (crawl/ and web/ do not
-    import each other at all): with the imports of UPWARD left out, the packages form no cycle."""
+    """With the imports of UPWARD left out, the packages form no import cycle."""
     graph: dict[str, set[str]] = {}
     for path in package_modules():
         importer = module_name(path)

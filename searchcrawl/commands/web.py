@@ -1,7 +1,9 @@
 """`scrapy web [--host H] [--port N] [--prefix /path]`: the search and administration pages.
 
 Serves searchcrawl/web's application with uvicorn on SEARCHCRAWL_WEB_HOST:SEARCHCRAWL_WEB_PORT
-(127.0.0.1:8080 by default: reaching it from elsewhere is a decision, made with ``--host``).
+(127.0.0.1:8080 by default: reaching it from elsewhere is a decision, made with ``--host``), and
+records where it listens in the data directory while it does (web/serving.py), so that every
+crawl refuses its pages, one started from a shell that does not name its port too.
 The pages read Solr (SOLR_URL) and the document table of this project's settings; the buttons
 start crawls as `scrapy control` does (scrapyd when SEARCHCRAWL_SCRAPYD_URL is set, else local
 processes). Administration needs SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE).
@@ -227,9 +229,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--prefix", default=None, help="path prefix behind a reverse proxy (default: SEARCHCRAWL_WEB_PREFIX)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        import uvicorn
-
         from searchcrawl.web.app import create_app
+        from searchcrawl.web.serving import serve
 
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
@@ -248,8 +249,9 @@ class Command(ScrapyCommand):
         _become(config.explain_environ or {})
         _say_what_is_off(config)
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, config.prefix)
-        # forwarded headers are the application's to read (trusted_proxies)
-        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, proxy_headers=False)
+        # forwarded headers are the application's to read (trusted_proxies); where it listens is
+        # recorded in the data directory for every crawl, which refuses it (web/serving.py)
+        serve(create_app(config), host, port, paths.data_dir(settings))
 
 
 def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, port: int, prefix: str) -> WebConfig:

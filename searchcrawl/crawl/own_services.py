@@ -5,7 +5,9 @@ docs/rules.md, "Hostile sites").
 The settings that name them are ``OWN_SERVICE_SETTINGS``: every node of ``SOLR_URL`` (and, on a
 SolrCloud, every live node its cluster state names, learnt when the crawl starts and every
 SEARCHCRAWL_SOLR_NODES_REFRESH seconds after: ``live_solr_nodes``), Tika, the web
-application (where it listens, and its public addresses behind a proxy), a remote embedding model
+application (where it listens, and its public addresses behind a proxy; where it listens is also
+read from the record it writes in the data directory, ``recorded_services``, so that a crawl whose
+settings do not name its port knows it), a remote embedding model
 and the answers' model server, the crawl's metrics endpoint and scrapyd. Their names are resolved
 when the crawl starts and again with the live nodes (``own_services_now``); whether an address is this machine's own (a service on this
 machine answers at each of them) is asked at each check (``on_this_machine``).
@@ -18,13 +20,17 @@ import json
 import logging
 import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService, OwnServices, ip_of
 from searchcrawl.semantic.embedders import DimensionMismatch, ModelSpec
+from searchcrawl.system import paths
+from searchcrawl.system.host_addresses import addresses_of
+from searchcrawl.system.listening import WEB_SERVICE, listening
 
 logger = logging.getLogger(__name__)
 
@@ -98,20 +104,6 @@ def _listening(what: str, host: Any, port: Any) -> OwnService | None:
     return OwnService.of_url(what, f"http://{f'[{host}]' if ':' in host else host}:{number}/")
 
 
-def addresses_of(hosts: Iterable[str]) -> dict[str, list[str]]:
-    """Each name's addresses, as this machine resolves them now (a name that does not resolve: none)."""
-    found: dict[str, list[str]] = {}
-    for host in set(hosts):
-        if ip_of(host) is not None or not host:
-            continue
-        try:
-            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            continue
-        found[host] = sorted({str(info[4][0]) for info in infos})
-    return found
-
-
 def on_this_machine(address: str) -> bool:
     """Whether ``address`` is one of this machine's own (a service listening on every interface
     answers there): a socket can be bound to it. Asked at each check, without traffic, since
@@ -170,10 +162,26 @@ def own_services_of(get: Callable[[str], Any], solr_ports_crawled: bool = False)
 
 
 def own_services_now(get: Callable[[str], Any]) -> LiveNodes:
-    """The services the settings name, with the addresses their names resolve to now (read
-    again with a SolrCloud's live nodes: a name's address changes)."""
-    services = own_services(get)
+    """The services the settings name and the web application's records say listen, with the
+    addresses their names resolve to now (read again with a SolrCloud's live nodes: a name's
+    address changes, a server starts)."""
+    services = own_services(get) + recorded_services(paths.data_dir_named(get("SEARCHCRAWL_DATA_DIR")))
     return services, addresses_of(service.host for service in services)
+
+
+def recorded_services(data_dir: Path) -> list[OwnService]:
+    """Where the web application listens, as it recorded it in the data directory
+    (system/listening.py): known to a crawl whose settings do not name its port."""
+    found = [
+        OwnService(f"the web application (its record {where.record})", where.host, where.port)
+        for where in listening(data_dir)
+        if where.service == WEB_SERVICE
+    ]
+    if found:
+        logger.debug(
+            "The web application listens, as it recorded: %s", ", ".join(f"{service.host}:{service.port}" for service in found)
+        )
+    return found
 
 
 LIVE_NODES_TIMEOUT = 10.0  # seconds the crawl's first requests wait for a SolrCloud's live nodes

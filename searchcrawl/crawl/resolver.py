@@ -6,9 +6,11 @@ name resolver for the addresses of host *and port* and connects to one of those.
 here means the rule (searchcrawl/rules/addresses.py) holds for the address actually connected to: a
 name that resolved to a public address when the request was checked and to an internal one now
 (DNS rebinding), or an IP literal in any spelling, gets no connection. A host left without
-addresses fails like a name that does not resolve; ``refused`` remembers why, so the request's
-status says "internal address" (or "own service": a name that resolves to one of the
-installation's services, which no policy admits), not "DNS failure".
+addresses fails like a name that does not resolve (Twisted's ``DNSLookupError``, which Scrapy
+raises as its ``CannotResolveHostError``); ``refused`` remembers why, by host and port, so the
+request's status says "internal address" (or "own service": a name that resolves to one of the
+installation's services, which no policy admits), not "DNS failure", and it is not retried
+(crawl/middlewares/address_guard.py ``ConnectionRefusalMiddleware``).
 
 The resolver is made once per process (Scrapy builds it from the process's settings, before any
 crawler exists); each crawler's ``AddressGuardMiddleware`` adds its source's policy when the
@@ -32,7 +34,7 @@ from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
 
-REFUSED_MEMORY = 1024  # hosts whose refusal reason is kept for the request's status
+REFUSED_MEMORY = 1024  # hosts and ports whose refusal reason is kept for the request's status
 
 
 class _Receiver(Protocol):
@@ -67,7 +69,7 @@ class _FilteringReceiver:
 
     def resolutionComplete(self) -> None:  # noqa: N802
         if self.refusals:
-            self.resolver.remember_refusal(self.host, self.refusals[0])
+            self.resolver.remember_refusal(self.host, self.port, self.refusals[0])
             logger.debug("Connection refused by the internal-address guard: %s", self.refusals[0][1])
         self.receiver.resolutionComplete()
 
@@ -79,7 +81,7 @@ class GuardedHostnameResolver(CachingHostnameResolver):
     def __init__(self, reactor: Any, cache_size: int) -> None:
         super().__init__(reactor, cache_size)
         self.policies: list[AddressPolicy] = []
-        self.refused: OrderedDict[str, Refusal] = OrderedDict()
+        self.refused: OrderedDict[tuple[str, int], Refusal] = OrderedDict()
 
     def add_policy(self, policy: AddressPolicy) -> None:
         self.policies.append(policy)
@@ -100,11 +102,16 @@ class GuardedHostnameResolver(CachingHostnameResolver):
             return None
         return reasons[0]
 
-    def remember_refusal(self, host: str, reason: Refusal) -> None:
-        self.refused[host.lower()] = reason
-        self.refused.move_to_end(host.lower())
+    def remember_refusal(self, host: str, port: int, reason: Refusal) -> None:
+        key = (host.lower(), port)
+        self.refused[key] = reason
+        self.refused.move_to_end(key)
         while len(self.refused) > REFUSED_MEMORY:
             self.refused.popitem(last=False)
+
+    def remembered(self, host: str, port: int | None) -> Refusal | None:
+        """Why the last connection to ``host:port`` got no address, if the guard refused it."""
+        return self.refused.get((host.lower(), port or 0))
 
     def resolveHostName(  # noqa: N802 - Twisted's name
         self,

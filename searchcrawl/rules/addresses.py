@@ -36,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 from searchcrawl.rules.boundary import DEFAULT_PORTS, Boundary, normalize_host
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.host_addresses import literal_ip
 
 SAFE_SCHEMES = frozenset({"http", "https"})
 
@@ -50,10 +51,7 @@ _CARRIES_IPV4 = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::f
 def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The IP address ``host`` is a literal of (brackets, zone ids and the IPv6 forms that carry
     an IPv4 address unwrapped), or None for a name."""
-    try:
-        ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return None
+    ip = literal_ip(host)
     if isinstance(ip, ipaddress.IPv6Address):
         # the IPv4 address an IPv6 form carries: mapped (::ffff:127.0.0.1), 6to4 (2002:7f00:1::,
         # which a 6to4 relay routes to 127.0.0.1), or one of _CARRIES_IPV4 ([::127.0.0.1],

@@ -1,4 +1,5 @@
-"""Where searchcrawl keeps its state: resolved once from settings, used by every component."""
+"""Where searchcrawl keeps its state: resolved once from settings, used by every component (a file
+of it is written whole by system/atomic_files.py ``write_atomically``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from searchcrawl.system import secrets
 
 def data_dir(settings: BaseSettings) -> Path:
     """The data directory (document table, cache, dev Solr); created on first use."""
-    configured = settings.get("SEARCHCRAWL_DATA_DIR")
+    return data_dir_named(settings.get("SEARCHCRAWL_DATA_DIR"))
+
+
+def data_dir_named(configured: str | None) -> Path:
+    """The data directory SEARCHCRAWL_DATA_DIR names (``configured``), else the user's
+    (XDG_DATA_HOME); created on first use."""
     if configured:
         path = Path(configured).expanduser()
     else:

@@ -28,7 +28,7 @@ administration pages (store/api_tokens.py); portals include static/searchbox.js,
 search page.
 
 This module builds the application: the context (context.py: the services, built once), the
-route table over the views of each audience (views/search_views.py, views/api_views.py, views/sign_on_views.py,
+route table over the views of each audience (views/search_views.py, views/api_views.py, views/agent_views.py, views/sign_on_views.py,
 views/admin_views.py, views/relevance_views.py, views/analytics_views.py, views/token_views.py, views/backup_views.py, views/source_editor_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
 is in admin.py, sign_on/sessions.py, sign_on/searchers.py, api.py and their neighbours; the search's in search/search_run.py.

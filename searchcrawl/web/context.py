@@ -1,6 +1,7 @@
 """The web application's context: the services every view is handed, built once when the
 application starts (create_app in app.py) and passed explicitly to each view (the views:
-views/search_views.py, views/api_views.py, views/sign_on_views.py, views/admin_views.py, views/relevance_views.py,
+views/search_views.py, views/api_views.py, views/agent_views.py, views/sign_on_views.py,
+views/admin_views.py, views/source_editor_views.py, views/backup_views.py, views/relevance_views.py,
 views/analytics_views.py, views/token_views.py). It holds the configuration, the administrators' and the
 searchers' sessions and login throttles, the templates, the Solr client, the database (opened at
 its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query

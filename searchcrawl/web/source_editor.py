@@ -51,7 +51,6 @@ from searchcrawl.config.source import (
     source_data,
 )
 from searchcrawl.config.source_derived import fingerprint, rule_chain
-from searchcrawl.crawl.own_services import addresses_of
 from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.addresses import ip_of, is_local_or_link_local, is_localhost_name
 from searchcrawl.rules.boundary import normalize_host
@@ -60,6 +59,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.plans import plan_batch
 from searchcrawl.store.runs import Runs
 from searchcrawl.system.atomic_files import write_atomically
+from searchcrawl.system.host_addresses import addresses_of
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext, number
 

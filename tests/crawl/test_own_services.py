@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -23,10 +24,12 @@ from searchcrawl.crawl.own_services import (
     on_this_machine,
     own_service_environ,
     own_services,
+    own_services_now,
     own_services_of,
 )
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.addresses import OwnService
+from searchcrawl.system.listening import WEB_SERVICE, recorded
 
 
 def test_every_service_the_settings_name() -> None:
@@ -107,6 +110,23 @@ def link_local_addresses() -> list[str]:
         return []
     found = [str(ipaddress.IPv6Address(bytes.fromhex(row))) for row in rows]
     return [address for address in found if ipaddress.IPv6Address(address).is_link_local]
+
+
+def test_where_the_web_application_records_it_listens_is_refused_though_the_settings_do_not_name_it(tmp_path: Path) -> None:
+    """Issue 99: a crawl started from a shell without SEARCHCRAWL_WEB_PORT knew the application at
+    the default port only, and indexed its pages: it reads the application's own record in the
+    data directory (system/listening.py), at the crawl's start and with the live nodes."""
+    get = {"SOLR_URL": "", "SEARCHCRAWL_DATA_DIR": str(tmp_path)}.get
+    assert own_services_of(get).at("127.0.0.1", 9123) is None
+    with recorded(tmp_path, WEB_SERVICE, [("0.0.0.0", 9123)]) as paths:
+        services, _addresses = own_services_now(get)
+        assert services == [OwnService(f"the web application (its record {paths[0]})", "0.0.0.0", 9123)]
+        own = own_services_of(get)
+        for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):  # listening on every interface
+            refused = own.refusal(host, 9123)
+            assert refused is not None and f"is the web application (its record {paths[0]})" in refused, host
+        assert own.at("127.0.0.1", 9124) is None  # a site beside it
+    assert own_services_now(get) == ([], {})
 
 
 def test_every_interface_address_is_this_machines_not_only_what_its_name_resolves_to() -> None:

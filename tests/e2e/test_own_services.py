@@ -8,15 +8,21 @@ tests/crawl/middlewares/test_address_guard.py."""
 
 from __future__ import annotations
 
+import json
+import signal
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
-from tests.conftest import Project, solr_docs
+from tests.conftest import Project, free_port, solr_docs
 from tests.e2e.test_crawl import unique
 from tests.e2e.test_redirects import page
+from tests.web_site import serve_web
 
 
 def test_a_source_never_crawls_the_installations_solr(project: Project, serve: Any, tmp_path: Path, solr: Any) -> None:
@@ -57,3 +63,52 @@ def test_an_agent_never_asks_the_installations_solr(project: Project) -> None:
     assert f"The listing of {name} is refused: 127.0.0.1:" in done.stderr, done.stderr[-3000:]
     assert "is a node of Solr of this installation" in done.stderr
     assert "PROPFIND" not in done.stderr and "answered HTTP" not in done.stderr
+
+
+@pytest.mark.parametrize("robots", ["true", "false"])
+def test_the_installations_solr_by_another_spelling_is_refused_at_the_connection_and_not_retried(
+    project: Project, robots: str
+) -> None:
+    """Issue 99: spellings of this machine the guard does not read as an address before the
+    connection (IPv4's short, decimal, hexadecimal and octal forms; the machine's own name, from
+    /etc/hosts) are seeds, admitted without a look-up, and the crawl's resolver refuses the Solr
+    they lead to when it connects: recorded 944, as docs/status-codes.md promises, not as a name
+    that does not resolve (931), and never retried. Obeying robots.txt, the site's robots.txt is
+    refused so first, and its URLs with it (not 935, robots.txt unavailable); not obeying it, each
+    page is refused when it connects."""
+    solr_port = urlsplit(project.solr_url).port
+    hosts = ["127.1", "2130706433", "0x7f000001", "0177.0.0.1", socket.gethostname()]
+    name = unique("own-spelt")
+    seeds = ", ".join(f'"http://{host}:{solr_port}/solr/admin/cores?action=STATUS"' for host in hosts)
+    project.source(name, f"seeds = [{seeds}]\nindex_dynamic_pages = true\nobey_robots = {robots}\n")
+    done = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = project.table().rows(name, limit=100)
+    assert len(rows) == len(hosts) and {row["status"] for row in rows} == {Status.OWN_SERVICE}, rows
+    assert all("of this installation" in row["reason"] for row in rows), rows
+    assert "Refused at the connection" in done.stderr
+    assert "Retrying" not in done.stderr and "retry/count" not in done.stderr, done.stderr[-3000:]
+
+
+def test_a_crawl_that_is_not_told_the_web_applications_port_refuses_its_pages(project: Project) -> None:
+    """Issue 99: `scrapy web` on a port of its own records where it listens in the data directory;
+    a crawl started apart from it (no SEARCHCRAWL_WEB_PORT in its environment: the default 8080
+    is all its settings know) reads the record and refuses the application's pages, 944, by its
+    address and by another name of this machine. The record goes when the server shuts down."""
+    port = free_port()
+    web = serve_web(project, port)
+    try:
+        name = unique("own-web")
+        seeds = f'"http://127.0.0.1:{port}/", "http://localhost:{port}/search?q=x"'
+        project.source(name, f"seeds = [{seeds}]\nindex_dynamic_pages = true\n")
+        done = project.scrapy("crawl", name)
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = project.table().rows(name, limit=100)
+        assert len(rows) == 2 and {row["status"] for row in rows} == {Status.OWN_SERVICE}, rows
+        records = sorted((project.data_dir / "listening").glob("web-*.json"))
+        assert [json.loads(record.read_text())["port"] for record in records] == [port], records
+        assert all(f"is the web application (its record {records[0]})" in row["reason"] for row in rows), rows
+    finally:
+        web.send_signal(signal.SIGTERM)
+        web.wait(timeout=30)
+    assert not list((project.data_dir / "listening").glob("*.json"))

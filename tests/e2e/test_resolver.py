@@ -84,12 +84,12 @@ async def main():
     result = {"port": port, "checked": await lookup.getHostByName("rebind.test")}  # the request's check: public
     result["rebound"] = await connect("rebind.test", port)  # the connection's look-up: 127.0.0.1
     result["accepted_after_rebinding"] = Counting.accepted
-    result["refused"] = guarded.refused.get("rebind.test")
+    result["refused"] = guarded.remembered("rebind.test", port)
     result["again"] = await connect("rebind.test", port)  # a second try: refused again
     result["admitted"] = await connect("intranet.test", port)  # the seed's own site may be internal
     result["accepted"] = Counting.accepted
     result["own"] = await connect("solr-alias.test", solr_port)  # a name of the installation's Solr
-    result["own_refused"] = guarded.refused.get("solr-alias.test")
+    result["own_refused"] = guarded.remembered("solr-alias.test", solr_port)
     result["accepted_at_the_end"] = Counting.accepted
     result["asked"] = asked
     print(json.dumps(result), flush=True)

@@ -8,7 +8,8 @@ passes without a DNS look-up; any other host is resolved here and refused (statu
 of its addresses is internal, or when it does not resolve at all. The connection itself then
 goes through ``GuardedHostnameResolver`` (searchcrawl/crawl/resolver.py), which applies the same rule
 to the addresses it connects to, so an answer that changes between this check and the connection
-(DNS rebinding) gets no connection either.
+(DNS rebinding) gets no connection either; such a refusal is recorded with the guard's status,
+never retried (``ConnectionRefusalMiddleware``).
 
 Above that rule, the installation's own services (searchcrawl/crawl/own_services.py: every
 node of its Solr, a SolrCloud's live nodes, Tika, the web application, the model servers, the
@@ -34,15 +35,15 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.reactor import is_reactor_installed
 from twisted.internet.defer import Deferred
-from twisted.internet.error import DNSLookupError
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
@@ -57,7 +58,7 @@ from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnServices
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.proxies import goes_direct
 from searchcrawl.rules.rendering import abort_heavy_request
-from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.status_codes import Status, status_for_exception
 from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
@@ -123,10 +124,8 @@ class AddressGuardMiddleware:
         return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None, own)
 
     def engine_started(self) -> None:
-        from twisted.internet import reactor
-
-        resolver = getattr(reactor, "nameResolver", None)
-        if isinstance(resolver, GuardedHostnameResolver):
+        resolver = guarded_resolver()
+        if resolver is not None:
             self.resolver = resolver
             resolver.add_policy(self.policy)
         else:
@@ -214,18 +213,48 @@ class AddressGuardMiddleware:
             logger.debug("Refused (%s): %s", refused[1], request.url)
             raise RequestRefused(*refused)
 
-    def process_exception(self, request: Request, exception: Exception) -> None:
-        """A connection the resolver refused fails as a DNS error: give it the guard's status."""
-        if isinstance(exception, DNSLookupError) and self.resolver is not None:
-            host = (urlsplit(request.url).hostname or "").lower()
-            refused = self.resolver.refused.get(host)
-            if refused is not None:
-                raise RequestRefused(*refused)
-
     def _check_file(self, url: str) -> None:
         path = os.path.realpath(unquote(urlsplit(url).path))
         if not any(path.startswith(folder) or path + "/" == folder for folder in self.folders):
             raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
+
+
+class ConnectionRefusalMiddleware:
+    """The guard's refusals at the connection, recorded as what they are. A connection the crawl's
+    resolver (searchcrawl/crawl/resolver.py) gives no address fails as a name that does not
+    resolve (Scrapy's ``CannotResolveHostError``); this middleware gives it the guard's status
+    (944 for one of the installation's own services, 941 for an internal address) before the
+    retry middleware would retry it as a DNS failure: it stands just above the retry middleware
+    in DOWNLOADER_MIDDLEWARES (a download's exception passes the middlewares from the highest
+    number down), below those that give back what a request held (a site's turn, the fleet's)."""
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        resolver = guarded_resolver()
+        refused = connection_refusal(request.url, exception, resolver.remembered) if resolver is not None else None
+        if refused is not None:
+            logger.debug("Refused at the connection (%s): %s", refused[1], request.url)
+            raise RequestRefused(*refused)
+
+
+def guarded_resolver() -> GuardedHostnameResolver | None:
+    """The crawl's resolver (TWISTED_DNS_RESOLVER, one a process), None when it is another, or
+    when no reactor runs (a component used without a crawl: importing one would install it)."""
+    if not is_reactor_installed():
+        return None
+    from twisted.internet import reactor
+
+    resolver = getattr(reactor, "nameResolver", None)
+    return resolver if isinstance(resolver, GuardedHostnameResolver) else None
+
+
+def connection_refusal(url: str, error: BaseException, remembered: Callable[[str, int | None], Refusal | None]) -> Refusal | None:
+    """The guard's (status, reason) behind a download of ``url`` that failed with ``error``, or
+    None: a DNS failure (``status_for_exception``'s, Twisted's or Scrapy's) of a host and port
+    whose connection the resolver refused (``remembered``), not a name that does not resolve."""
+    if status_for_exception(error) != Status.DNS_FAILURE:
+        return None
+    _scheme, _host, port = site_of_url(url)
+    return remembered(urlsplit(url).hostname or "", port)  # the host as the connection named it
 
 
 async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False, proxied: bool = False) -> Refusal | None:

@@ -3,7 +3,9 @@
 The decision is ``searchcrawl.rules.robots_txt`` (RFC 9309); this module only fetches. A robots.txt that
 answers 4xx means no restrictions; 5xx, 429 or no answer disallows the whole site for now (its
 URLs fail transiently: status 935, counted toward ``max_failures``, nothing removed for it
-alone; a failed TLS handshake or proxy: status 937 or 938, not counted), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
+alone; a failed TLS handshake or proxy: status 937 or 938, not counted; the site's own address
+refused by the internal-address guard when it connects: its URLs are refused with the guard's
+status, 941 or 944), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
 redirects are followed (up to 5, http and https only, each one a request that passes the
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
@@ -69,6 +71,9 @@ MAX_ROBOTS_REDIRECTS = 5
 # both the same way (4 MiB: some 31,000 records without files, of 135 bytes' weight with their
 # answers and 830 bytes of memory each, about 26 MB).
 SITE_RECORD_BYTES = 64
+# the address guard's refusals of a site's host and port (an internal address the source does not
+# admit, one of the installation's own services): its robots.txt refused so, its URLs are too
+SITE_REFUSALS = frozenset({Status.INTERNAL_ADDRESS, Status.OWN_SERVICE})
 
 
 @dataclass(slots=True)
@@ -79,7 +84,7 @@ class SiteRobots:
     expires: float | None  # when it is fetched again (monotonic time); None: not in this crawl
     answer: str  # what its fetch answered: "URL: HTTP 200, N bytes", or why there was none
     unavailable: str | None = None  # why no robots.txt could be had (its URLs fail for now)
-    status: Status = Status.ROBOTS_UNAVAILABLE  # their status then: 935, or 937/938 (TLS, proxy)
+    status: Status = Status.ROBOTS_UNAVAILABLE  # their status then: 935, 937/938 (TLS, proxy), or 941/944 (refused)
 
     @property
     def weight(self) -> int:
@@ -128,7 +133,8 @@ class RobotsMiddleware:
             return
         record = await self.record(site)
         if record.unavailable is not None:
-            self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
+            if record.status not in SITE_REFUSALS:
+                self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
             raise self.unavailable(site, record)
         refused = self.refusal(site, record.robots.decide(self.agent, request.url))
         if refused is not None:
@@ -138,7 +144,10 @@ class RobotsMiddleware:
         """What a request to a site whose robots.txt is unavailable gets, for the crawl and
         `scrapy explain`: not a rule but a failure that may pass, so nothing leaves the index for it
         alone (docs/rules.md, "robots.txt and robots meta"); 935 counts toward ``max_failures``, a TLS or
-        proxy failure (937, 938) does not."""
+        proxy failure (937, 938) does not. A site the address guard refused (941, 944) is refused
+        so, a rule: its robots.txt is the site's own host and port."""
+        if record.status in SITE_REFUSALS:
+            return RequestRefused(record.status, record.unavailable or record.answer)
         return RequestRefused(
             record.status,
             f"robots.txt of {site} {record.unavailable}",
@@ -219,6 +228,12 @@ class RobotsMiddleware:
                 response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
                 status = getattr(exc, "status", None) or status_for_exception(exc, proxied=bool(request.meta.get(PROXY)))
+                if hop == 0 and status in SITE_REFUSALS:
+                    # the site itself (a name the rules admit, refused when it connects): so are its URLs
+                    logger.debug("robots.txt of %s refused (%s): so are the site's URLs", site, describe_failure(exc))
+                    return SiteRobots(
+                        robots_for_response(None, None), self._expiry(), f"{url}: refused", describe_failure(exc), status
+                    )
                 if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
                     # the source's TLS or proxy configuration, not the site: its URLs get that status,
                     # not counted (nothing leaves the index for it)

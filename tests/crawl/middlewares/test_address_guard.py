@@ -16,15 +16,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 from scrapy import Request
+from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError
+from scrapy.http import Response
+from scrapy.settings import default_settings
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import succeed
+from twisted.internet.error import DNSLookupError
 
+from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import ROBOTS_REQUEST
-from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
+from searchcrawl.crawl.middlewares import address_guard
+from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware, connection_refusal
+from searchcrawl.crawl.resolver import GuardedHostnameResolver
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler
@@ -431,3 +441,66 @@ def test_a_failure_while_taking_the_answer_in_holds_no_request_for_ever(tmp_path
     assert asyncio.run(first_request())
     assert middleware.answered and not middleware.in_question
     middleware.engine_stopped()
+
+
+# --- a refusal at the connection (issue 99, 4) -----------------------------------------------------
+
+REFUSAL = "searchcrawl.crawl.middlewares.address_guard.ConnectionRefusalMiddleware"
+RETRY = "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware"
+OWN_SOLR = (Status.OWN_SERVICE, "127.1:8983 is a node of Solr of this installation (127.0.0.1:8983)")
+
+
+def refusing_resolver() -> GuardedHostnameResolver:
+    """The crawl's resolver as it is after it gave a connection to 127.1:8983 no address (its
+    reactor never asked: only its memory is read)."""
+    resolver = GuardedHostnameResolver(SimpleNamespace(nameResolver=None), default_settings.DNSCACHE_SIZE)
+    resolver.remember_refusal("127.1", 8983, OWN_SOLR)
+    return resolver
+
+
+def test_a_dns_failure_of_a_connection_the_resolver_refused_is_the_guards_refusal() -> None:
+    """Scrapy 2.13+ raises a DNS failure as its own CannotResolveHostError (Twisted's
+    DNSLookupError inside): both are read; by host and port; a name that does not resolve, or
+    another failure, is no refusal."""
+    remembered = refusing_resolver().remembered
+    lookup = "no results for hostname lookup: 127.1"
+    assert connection_refusal("http://127.1:8983/solr/", CannotResolveHostError(lookup), remembered) == OWN_SOLR
+    assert connection_refusal("http://127.1:8983/x", DNSLookupError(lookup), remembered) == OWN_SOLR
+    assert connection_refusal("http://127.1:8984/", CannotResolveHostError(lookup), remembered) is None
+    assert connection_refusal("http://127.1/", CannotResolveHostError(lookup), remembered) is None
+    assert connection_refusal("http://nowhere.test:8983/", CannotResolveHostError("nowhere.test"), remembered) is None
+    assert connection_refusal("http://127.1:8983/", DownloadTimeoutError("slow"), remembered) is None
+
+
+def test_a_connection_refused_by_the_resolver_is_recorded_944_and_never_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through Scrapy's own middleware manager, with the project's retry middleware and the
+    guard's at their places in DOWNLOADER_MIDDLEWARES: the own service refused at the connection
+    (``http://127.1:<Solr's port>/``, a seed, so not looked up before) fails with the guard's
+    status, downloaded once; a name that does not resolve is still retried. The middlewares whose
+    process_exception gives back what a request held stand above the guard's: they still run."""
+    orders = project_settings.DOWNLOADER_MIDDLEWARES
+    chain = {name: orders[name] for name in (RETRY, REFUSAL)}
+    crawler = source_crawler(tmp_path, DOWNLOADER_MIDDLEWARES_BASE={}, DOWNLOADER_MIDDLEWARES=chain, RETRY_TIMES=2)
+    crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first
+    manager = DownloaderMiddlewareManager.from_crawler(crawler)
+    monkeypatch.setattr(address_guard, "guarded_resolver", refusing_resolver)
+    downloads: list[str] = []
+
+    async def unresolved(request: Request) -> Response:
+        downloads.append(request.url)
+        raise CannotResolveHostError(f"no results for hostname lookup: {urlsplit(request.url).hostname}")
+
+    with pytest.raises(RequestRefused) as refused:
+        asyncio.run(manager.download_async(unresolved, Request("http://127.1:8983/solr/admin/cores")))
+    assert (refused.value.status, refused.value.reason) == OWN_SOLR and refused.value.outcome.event == Event.EXCLUDED
+    assert downloads == ["http://127.1:8983/solr/admin/cores"]
+    retried = asyncio.run(manager.download_async(unresolved, Request("http://nowhere.test/")))
+    assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
+    releasing = [
+        "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware",
+        "searchcrawl.crawl.middlewares.fleet.FleetPolitenessMiddleware",
+        "searchcrawl.crawl.middlewares.form_login.FormLoginGateMiddleware",
+    ]
+    assert all(orders[name] > orders[REFUSAL] > orders[RETRY] for name in releasing)
