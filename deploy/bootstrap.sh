@@ -31,17 +31,19 @@ cd "$(dirname "$0")/.."
 # is installed while pip installs .venv, then Maven fetches the dev Solr's jars, also meanwhile.
 build=() packages=() extras=() steps=() pip_extra=()
 # runtime: Java 17 and Maven build and run the dev Solr (its launcher is compiled with Maven and
-# resolves Solr's jars from Maven Central); python3-venv makes .venv. pylibacl (files' POSIX ACLs,
-# a runtime dependency) has no binary wheel on PyPI: it is built against libacl1-dev with gcc,
-# libc6-dev and python3-dev (Python.h), the only compiler run of the runtime profile (about 5 s).
+# resolves Solr's jars from Maven Central); python3-venv makes .venv. No compiler: every runtime
+# dependency is a binary wheel or pure Python (files' POSIX ACLs are read from their extended
+# attribute by searchcrawl/access/posix.py, not by pylibacl, which has no binary wheel).
 runtime=(openjdk-17-jdk-headless maven)
-runtime_build=(python3-venv gcc libc6-dev python3-dev libacl1-dev)
+runtime_build=(python3-venv)
+# a C extension built from its source: gcc, libc6-dev and Python's headers (python3-dev)
+c_build=(gcc libc6-dev python3-dev)
 ocr=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
 documents=(antiword catdoc libreoffice-impress-nogui)
 # krb5-user: kinit and the realm's /etc/krb5.conf; libkrb5-dev (krb5-config) builds python-gssapi,
-# which has no binary wheel for Linux
+# which has no binary wheel for Linux (with c_build's compiler)
 kerberos=(krb5-user)
-kerberos_build=(libkrb5-dev)
+kerberos_build=("${c_build[@]}" libkrb5-dev)
 # test: PostgreSQL (the shared crawl's document table); nginx-light serves the benchmark's
 # synthetic site and wrk measures that server's capacity; acl's setfacl sets ACLs in the tests,
 # and OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
@@ -69,6 +71,9 @@ tests=(postgresql nginx-light wrk acl slapd ldap-utils
        samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
        "${imap[@]}" "${webdav[@]}" "${git[@]}" "${dokuwiki[@]}" "${redmine[@]}" "${saml[@]}"
        php-ldap  # DokuWiki's authldap: the dokuwiki tests' wiki on the tests' slapd (searchcrawl/dev/servers/dokuwiki_php.py)
+      # the two judged sets' manuals nobody tuned on (tests/search/judged/scrapy-docs, python-docs):
+      # tests/search/judged_packages.py checks every judged page against the installed package
+      python-scrapy-doc python3.11-doc
       )
 tests_build=(g++ cmake make)
 # model: llama-cpp-python's server (the model extra, compiled with tests_build's compilers) and
@@ -90,7 +95,7 @@ add_profile() {  # what a profile adds: Debian packages, pip extras, steps after
     webdav | git | dokuwiki | redmine) local -n kind="$1"; packages+=("${kind[@]}") ;;
     cmis) steps+=(cmis) ;;
     saml) packages+=("${saml[@]}") ;;
-    model) build+=("${tests_build[@]}"); extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
+    model) build+=("${c_build[@]}" "${tests_build[@]}"); extras+=(model semantic); pip_extra+=("${model_pip[@]}") ;;
     oidc) steps+=(oidc); command -v npm >/dev/null 2>&1 || packages+=(nodejs npm) ;;
     test)
       for profile in ocr documents render semantic kerberos; do add_profile "$profile"; done

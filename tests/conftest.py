@@ -44,6 +44,13 @@ from tests.forkserver import ForkServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+# The tests' URL rewriters, spiders and agents, registered as an installed package registers its own
+# (searchcrawl/config/implementations.py): entry points of a distribution in this folder
+# (tests/installed/*.dist-info/entry_points.txt), on sys.path here and on the PYTHONPATH of the
+# scrapy commands the tests run (Project.env)
+INSTALLED = ROOT / "tests" / "installed"
+if str(INSTALLED) not in sys.path:
+    sys.path.append(str(INSTALLED))
 
 
 class CheckoutConfigset:
@@ -698,7 +705,7 @@ class Project:
             SEARCHCRAWL_SOURCES_DIR=str(self.sources_dir),
             SOLR_URL=self.solr_url,
             SEARCHCRAWL_DB_URL=self.db_url,
-            PYTHONPATH=str(ROOT),
+            PYTHONPATH=os.pathsep.join((str(ROOT), str(INSTALLED))),
         )
         env.update(extra)
         return env

@@ -1,5 +1,6 @@
 """Agents of the tests' own, as a user writes one (searchcrawl/agents/base.py): a repository
-that is a JSON file the test rewrites between crawls, so each crawl's oracle is the file."""
+that is a JSON file the test rewrites between crawls, so each crawl's oracle is the file. A source
+names each by the name the tests' distribution registers it under (tests/installed/*.dist-info/entry_points.txt)."""
 
 from __future__ import annotations
 

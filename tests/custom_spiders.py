@@ -1,4 +1,5 @@
-"""A source's own spider class, as a user would write one (used by test_crawl)."""
+"""A source's own spider class, as a user would write one (used by test_crawl), named by a source by
+the name the tests' distribution registers it under (tests/installed/*.dist-info/entry_points.txt)."""
 
 from searchcrawl.crawl.spider import SourceSpider
 

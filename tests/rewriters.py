@@ -1,4 +1,5 @@
-"""URL rewriters named by test sources (``url_rewriter = "tests.rewriters.strip_session"``)."""
+"""URL rewriters named by test sources (``url_rewriter = "strip_session"``), by the names the tests'
+distribution registers them under (tests/installed/*.dist-info/entry_points.txt)."""
 
 from w3lib.url import url_query_cleaner
 

@@ -25,20 +25,45 @@ down to the file's own folder must be traversable by the reader, so each is a le
 document (``Access.within``; an open folder adds nothing). Default ACLs (what new files inherit)
 say nothing of who may read what exists, and are ignored. An ACL that cannot be read raises
 AccessUnreadable: the document is not indexed (status 927), never indexed as public.
+
+The ACL is read as libacl's ``acl_get_file`` reads it, without a compiled library (issue 99): the
+extended attribute ``system.posix_acl_access`` in Linux's format (``acl_entries``), or, when the
+file has none, its permission bits as an ACL. An attribute that is not a valid ACL is unreadable.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
+import struct
+from collections import Counter
 from dataclasses import dataclass
-
-import posix1e  # type: ignore[import-not-found]  # pylibacl ships no stubs
 
 from searchcrawl.access.tokens import PUBLIC, Access, AccessUnreadable, Grant, Level
 
 READ, SEARCH = "r", "x"
-_BITS = {READ: (posix1e.ACL_READ, stat.S_IROTH), SEARCH: (posix1e.ACL_EXECUTE, stat.S_IXOTH)}
+# an entry's permission bits, and the one each permission asks for
+ACL_READ, ACL_WRITE, ACL_EXECUTE = 0x4, 0x2, 0x1
+_BITS = {READ: ACL_READ, SEARCH: ACL_EXECUTE}
+# an entry's tag (include/uapi/linux/posix_acl.h)
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+# the access ACL's extended attribute (include/uapi/linux/posix_acl_xattr.h): a header, the
+# version (2), then one entry per 8 bytes: tag, permissions, the user's or group's id; little-endian
+ACL_XATTR = "system.posix_acl_access"
+ACL_XATTR_VERSION = 2
+_HEADER = struct.Struct("<I")
+_ENTRY = struct.Struct("<HHI")
+_NAMED = (ACL_USER, ACL_GROUP)
+
+
+@dataclass(frozen=True)
+class PosixAclEntry:
+    """One entry of an access ACL: its tag, the uid or gid it names (a named user's or group's
+    only) and its permission bits."""
+
+    tag: int
+    qualifier: int | None
+    perm: int
 
 
 @dataclass(frozen=True)
@@ -49,12 +74,54 @@ class Gate:
     deny: tuple[Grant, ...]
 
 
-def read_acl(path: str | int) -> posix1e.ACL:
+def read_acl(path: str | int) -> list[PosixAclEntry]:
     """The access ACL of ``path`` (a path, or an open descriptor): the permission bits as an ACL
-    when it has no extended one. The seam the tests use to make an ACL unreadable."""
-    if isinstance(path, int):
-        return posix1e.ACL(fd=path)
-    return posix1e.ACL(file=path)
+    when it has no extended one. The seam the tests use to make an ACL unreadable. OSError when
+    it cannot be read, ValueError when its attribute is not an ACL."""
+    try:
+        data = os.getxattr(path, ACL_XATTR)
+    except OSError as exc:
+        if exc.errno != errno.ENODATA:
+            raise
+        data = b""
+    if data:
+        return acl_entries(data)
+    return mode_entries((os.fstat(path) if isinstance(path, int) else os.stat(path)).st_mode)
+
+
+def acl_entries(data: bytes) -> list[PosixAclEntry]:
+    """The entries of an ACL in Linux's extended attribute format; ValueError unless it is one
+    the kernel would take (a whole number of entries of known tags, each of the owner, the
+    owning group and other once, a mask with named entries and at most one, a named id once)."""
+    if len(data) < _HEADER.size or (len(data) - _HEADER.size) % _ENTRY.size:
+        raise ValueError(f"an ACL attribute of {len(data)} bytes is not a header and whole entries")
+    (version,) = _HEADER.unpack_from(data)
+    if version != ACL_XATTR_VERSION:
+        raise ValueError(f"an ACL attribute of version {version}, not {ACL_XATTR_VERSION}")
+    entries = []
+    for tag, perm, qualifier in _ENTRY.iter_unpack(data[_HEADER.size :]):
+        if tag not in (ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER):
+            raise ValueError(f"an ACL entry of unknown tag {tag:#x}")
+        if perm & ~(ACL_READ | ACL_WRITE | ACL_EXECUTE):
+            raise ValueError(f"an ACL entry of unknown permissions {perm:#x}")
+        entries.append(PosixAclEntry(tag, qualifier if tag in _NAMED else None, perm))
+    tags = Counter(entry.tag for entry in entries)
+    if any(tags[tag] != 1 for tag in (ACL_USER_OBJ, ACL_GROUP_OBJ, ACL_OTHER)) or tags[ACL_MASK] > 1:
+        raise ValueError("an ACL without exactly one entry for the owner, the owning group and other, or with two masks")
+    if (tags[ACL_USER] or tags[ACL_GROUP]) and not tags[ACL_MASK]:
+        raise ValueError("an ACL with named entries and no mask")
+    if max(Counter((entry.tag, entry.qualifier) for entry in entries).values()) > 1:
+        raise ValueError("an ACL naming a user or group twice")
+    return entries
+
+
+def mode_entries(mode: int) -> list[PosixAclEntry]:
+    """A file's permission bits as the ACL they are: the owner, the owning group, other."""
+    return [
+        PosixAclEntry(ACL_USER_OBJ, None, mode >> 6 & 7),
+        PosixAclEntry(ACL_GROUP_OBJ, None, mode >> 3 & 7),
+        PosixAclEntry(ACL_OTHER, None, mode & 7),
+    ]
 
 
 def gate(path: str | int, info: os.stat_result, permission: str, shown: str) -> Gate:
@@ -62,8 +129,8 @@ def gate(path: str | int, info: os.stat_result, permission: str, shown: str) -> 
     (``shown``: its name in the grants' origins). AccessUnreadable when its ACL cannot be read."""
     try:
         acl = read_acl(path)
-        entries = [(entry.tag_type, _qualifier(entry), _has(entry.permset, permission)) for entry in acl]
-        empty_mask = any(entry.tag_type == posix1e.ACL_MASK and not _any(entry.permset) for entry in acl)
+        entries = [(entry.tag, entry.qualifier, bool(entry.perm & _BITS[permission])) for entry in acl]
+        empty_mask = any(entry.tag == ACL_MASK and not entry.perm for entry in acl)
     except (OSError, ValueError, TypeError) as exc:
         raise AccessUnreadable(f"the ACL of {shown} cannot be read: {exc}") from None
     return gate_of(linux_checked(entries, empty_mask), info.st_uid, info.st_gid, permission, shown)
@@ -77,14 +144,14 @@ def linux_checked(entries: list[tuple[int, int | None, bool]], empty_mask: bool)
     (under the empty mask: nothing) and ``other`` stay."""
     if not empty_mask:
         return entries
-    return [entry for entry in entries if entry[0] not in (posix1e.ACL_USER, posix1e.ACL_GROUP)]
+    return [entry for entry in entries if entry[0] not in (ACL_USER, ACL_GROUP)]
 
 
 def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int, permission: str, shown: str) -> Gate:
     """The Gate of an ACL's entries (tag, qualifier, whether the entry has ``permission``), as
     the module's docstring says."""
-    masked = all(has for tag, _q, has in entries if tag == posix1e.ACL_MASK)
-    other = any(has for tag, _q, has in entries if tag == posix1e.ACL_OTHER)
+    masked = all(has for tag, _q, has in entries if tag == ACL_MASK)
+    other = any(has for tag, _q, has in entries if tag == ACL_OTHER)
     allow: list[Grant] = []
     deny: list[Grant] = []
     where = f"POSIX ACL of {shown}"
@@ -111,15 +178,15 @@ def _entry_grant(
     entries that name no one of their own (the mask, other) and a named entry of the owner (the
     owner's own entry wins over it). A named user's or a group's entry grants only within the mask."""
     owner, group = owners
-    if tag == posix1e.ACL_USER_OBJ:
+    if tag == ACL_USER_OBJ:
         return has, Grant(f"uid:{owner}", f"{where}: owner (uid {owner}) {_mode(has, permission)}")
     granted = has and masked
     shown = f"{_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
-    if tag == posix1e.ACL_USER and qualifier != owner:
+    if tag == ACL_USER and qualifier != owner:
         return granted, Grant(f"uid:{qualifier}", f"{where}: user:{qualifier} {shown}")
-    if tag in (posix1e.ACL_GROUP_OBJ, posix1e.ACL_GROUP):
-        gid = group if tag == posix1e.ACL_GROUP_OBJ else qualifier
-        name = f"owning group (gid {gid})" if tag == posix1e.ACL_GROUP_OBJ else f"group:{gid}"
+    if tag in (ACL_GROUP_OBJ, ACL_GROUP):
+        gid = group if tag == ACL_GROUP_OBJ else qualifier
+        name = f"owning group (gid {gid})" if tag == ACL_GROUP_OBJ else f"group:{gid}"
         return granted, Grant(f"gid:{gid}", f"{where}: {name} {shown}")
     return None
 
@@ -134,20 +201,6 @@ def file_access(path: str | int, info: os.stat_result, shown: str) -> Access:
 def within_folder(access: Access, folder: Gate, shown: str) -> Access:
     """``access`` behind a folder (its search permission: ``gate(..., SEARCH, ...)``)."""
     return access.within(Level(f"folder {shown}", folder.allow), folder.deny)
-
-
-def _has(permset: posix1e.Permset, permission: str) -> bool:
-    return bool(permset.test(_BITS[permission][0]))
-
-
-def _any(permset: posix1e.Permset) -> bool:
-    return bool(permset.test(posix1e.ACL_READ) or permset.test(posix1e.ACL_WRITE) or permset.test(posix1e.ACL_EXECUTE))
-
-
-def _qualifier(entry: posix1e.Entry) -> int | None:
-    if entry.tag_type in (posix1e.ACL_USER, posix1e.ACL_GROUP):
-        return int(entry.qualifier)
-    return None
 
 
 def _mode(has: bool, permission: str) -> str:

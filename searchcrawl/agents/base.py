@@ -5,9 +5,10 @@ their metadata, and the crawler enqueues and processes each like any other docum
 document table and its statuses, conversion, attributes, display URLs, the cache and batched
 push, duplicates, maintenance crawls, deletions with the guard, the delta report, ``explain``,
 resume after kill -9). The built-in ``files``, ``database`` and ``mail`` source types are agents
-too. A source file names an agent of one's own with ``type = "agent"`` and
-``agent = "package.module.Class"``; its ``[agent_options]`` table is validated by the agent's
-``Options`` model and handed to its constructor.
+too. A source file names an agent of one's own with ``type = "agent"`` and ``agent = "name"``, the
+name its package registers it under (entry point group ``searchcrawl.agents``:
+config/implementations.py); its ``[agent_options]`` table is validated by the agent's ``Options``
+model and handed to its constructor.
 
 Threads: the crawl resumes the listing's generator in worker threads (``asyncio.to_thread``, not
 always the same one from batch to batch) and calls ``fetch`` in worker threads of the same pool

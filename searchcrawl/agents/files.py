@@ -167,6 +167,10 @@ class FilesOptions(TreeRules):
                     raise ValueError(f"root {root!r} is inside root {other!r}: list {other!r} alone")
         return self
 
+    def local_paths(self) -> list[tuple[str, str]]:
+        """The folders the source reads, by key (config/own_places.py refuses the installation's own)."""
+        return [("roots", root) for root in self.roots]
+
 
 # --- scope: one decision for the listing and the fetch ---------------------------------------
 

@@ -143,6 +143,13 @@ class GitOptions(HttpRepositoryOptions, GroupOptions):
     def server_urls(self) -> list[str]:
         return [location for location in self.repositories.values() if location.startswith(("http://", "https://"))]
 
+    def local_paths(self) -> list[tuple[str, str]]:
+        """What the source reads on this machine, by key: its local repositories and gitolite's
+        configuration (config/own_places.py refuses the installation's own; ``cache_dir`` is
+        written, the URLs' copies in a ``git/<source>`` folder of their own, and read from there only)."""
+        found = [(f"repositories.{name}", where) for name, where in self.repositories.items() if where.startswith("/")]
+        return found + ([("gitolite_conf", self.gitolite_conf)] if self.gitolite_conf else [])
+
     @property
     def gives_access(self) -> bool:
         """Whether gitolite's rules say who may read (else the source's [access] table)."""

@@ -161,6 +161,10 @@ class MailOptions(BaseModel):
                 )
         return self
 
+    def local_paths(self) -> list[tuple[str, str]]:
+        """The mailboxes the source reads, by key (config/own_places.py refuses the installation's own)."""
+        return [("paths", path) for path in self.paths]
+
     @property
     def gives_access(self) -> bool:
         """Whether the options name the readers of every mailbox."""

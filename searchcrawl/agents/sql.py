@@ -227,6 +227,10 @@ class DatabaseOptions(BaseModel):
             raise ValueError("expected a deny_column other than access_column")
         return self
 
+    def database_urls(self) -> list[tuple[str, str]]:
+        """The database the source reads, by key (config/own_places.py refuses the installation's own)."""
+        return [("url", self.url)]
+
     @property
     def gives_access(self) -> bool:
         """Whether each row carries its readers (a column or the access query)."""

@@ -29,14 +29,15 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import ErrorDetails
-from scrapy.utils.misc import load_object
 
 from searchcrawl.access.source_rules import AccessRule, SourceAccess, tokens_of
 from searchcrawl.agents.base import Agent
+from searchcrawl.config.implementations import AGENT_TYPES, AGENTS, SPIDERS, URL_REWRITERS, ImplementationError
 from searchcrawl.content.field_rules import FieldRule
 from searchcrawl.content.regions import RegionsTable
 from searchcrawl.content.soft_errors import SoftErrorsTable
@@ -54,19 +55,6 @@ from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
 SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "redmine", "git", "agent"]
-# the agents of the built-in types; type = "agent" names its own class (key 'agent')
-BUILT_IN_AGENTS = {
-    "files": "searchcrawl.agents.files.FilesAgent",
-    "smb": "searchcrawl.agents.smb.SmbAgent",
-    "database": "searchcrawl.agents.sql.DatabaseAgent",
-    "mail": "searchcrawl.agents.mail.MailAgent",
-    "imap": "searchcrawl.agents.imap.ImapAgent",
-    "webdav": "searchcrawl.agents.webdav.WebdavAgent",
-    "cmis": "searchcrawl.agents.cmis.CmisAgent",
-    "dokuwiki": "searchcrawl.agents.dokuwiki.DokuwikiAgent",
-    "redmine": "searchcrawl.agents.redmine.RedmineAgent",
-    "git": "searchcrawl.agents.git.GitAgent",
-}
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
     *("seeds", "seed_files", "spider_class", "obey_robots_meta", "navigation_pages", "url_rewriter"),
@@ -589,10 +577,13 @@ class SourceSettings(ScopeRules):
                 name = "agent_options" if kind == "agent" else kind
                 raise ValueError(f"[{name}] belongs to a source with type = {kind!r}, this one has type = {self.type!r}")
         if self.type == "agent" and not self.agent:
-            raise ValueError("type = 'agent' needs 'agent', the agent's class: 'package.module.Class'")
+            registered = ", ".join(AGENTS.names()) or "none"
+            raise ValueError(
+                f"type = 'agent' needs 'agent', the registered name of an installed agent (registered: {registered})"
+            )
         if self.agent and self.type != "agent":
             raise ValueError("'agent' belongs to a source with type = 'agent'")
-        if self.type in BUILT_IN_AGENTS and tables[self.type] is None:
+        if self.type in AGENT_TYPES.built_in and tables[self.type] is None:
             raise ValueError(f"type = {self.type!r} needs its [{self.type}] table")
         if self.type == "web" and self.fetch_origins:
             raise ValueError("'fetch_origins' belongs to a source with an agent (type other than 'web')")
@@ -676,9 +667,14 @@ class SourceSettings(ScopeRules):
 
     @field_validator("spider_class", "url_rewriter", "agent")
     @classmethod
-    def _dotted_path(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
-            raise ValueError(f"expected a dotted path such as 'mypackage.module.name', got {value!r}")
+    def _registered_name(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A registered name (config/implementations.py), never a dotted path: a source file named
+        any callable, and ``url_rewriter = "os.system"`` ran a shell command (issue 99)."""
+        if value is not None:
+            kind = {"spider_class": SPIDERS, "url_rewriter": URL_REWRITERS, "agent": AGENTS}[str(info.field_name)]
+            if kind is AGENTS and value in AGENT_TYPES.built_in:
+                raise ValueError(f"{value!r} is a built-in type: write type = {value!r} and its [{value}] table")
+            kind.entry_point(value)
         return value
 
 
@@ -877,14 +873,12 @@ def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type
 def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseModel]:
     """The agent class of a source that is not web sites, and its options validated by the
     class's own ``Options`` model (errors named as keys of the type's table)."""
-    path = settings.agent if settings.type == "agent" else BUILT_IN_AGENTS[settings.type]
-    assert path is not None  # checked by SourceSettings
+    kind, name = (AGENTS, settings.agent) if settings.type == "agent" else (AGENT_TYPES, settings.type)
+    assert name is not None  # checked by SourceSettings
     try:
-        agent_class = load_object(path)
-    except (ImportError, NameError, ValueError, AttributeError) as exc:
-        raise SourceError(f"{origin}: key 'agent': cannot load {path}: {exc}") from None
-    if not (isinstance(agent_class, type) and issubclass(agent_class, Agent)):
-        raise SourceError(f"{origin}: key 'agent': {path} is not a subclass of searchcrawl.agents.base.Agent")
+        agent_class: type[Agent] = kind.load(name, Agent)
+    except ImplementationError as exc:
+        raise SourceError(f"{origin}: key '{exc.key}': {exc}") from None
     table = "agent_options" if settings.type == "agent" else settings.type
     try:
         options = agent_class.Options.model_validate(getattr(settings, table) or {})

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from searchcrawl.config.implementations import url_rewriter
 from searchcrawl.config.source import Source
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.maintenance import INDEXING_RULES, settings_fingerprint
 from searchcrawl.rules.navigation_pages import effective_patterns
-from searchcrawl.rules.url_rewriter import load_rewriter
 
 if TYPE_CHECKING:
     from searchcrawl.agents.base import Agent
@@ -21,7 +21,7 @@ def rule_chain(source: Source, max_url_length: int, agent: Agent | None = None) 
     """The source's rule chain, as the crawl and `scrapy explain` apply it."""
     settings = source.settings
     boundary = Boundary(source.seed_urls, settings, max_url_length)
-    return RuleChain.of(boundary, settings.filters.scope, load_rewriter(settings.url_rewriter), agent)
+    return RuleChain.of(boundary, settings.filters.scope, url_rewriter(settings.url_rewriter), agent)
 
 
 def fingerprint(source: Source) -> dict[str, Any]:

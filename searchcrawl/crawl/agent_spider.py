@@ -30,6 +30,8 @@ from scrapy.http import Response, TextResponse
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Reference
+from searchcrawl.config.own_places import check_own_places, own_places
+from searchcrawl.config.source import SourceError
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
 from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
@@ -205,6 +207,7 @@ class AgentSpider(SourceSpider):
             return
         ledger = self.crawler.get_extension(LedgerWriter)
         assert ledger is not None  # a run has one
+        self.refuse_own_places()
         await self.refuse_own_services(agent, self.crawler.get_downloader_middleware(AddressGuardMiddleware))
         since = self.listing_since(agent, run)
         inline = self.crawler.settings.getint("SEARCHCRAWL_AGENT_INLINE_BYTES")
@@ -255,6 +258,16 @@ class AgentSpider(SourceSpider):
         self.crawler.stats.set_value(SKIPPED_STAT, agent.skipped())  # the agent logged them at WARNING
         # complete: the documents it did not name leave (a listing that failed part-way removed nothing)
         await asyncio.to_thread(settle_listing, agent, ledger, run, since)
+
+    def refuse_own_places(self) -> None:
+        """An agent never reads the installation's own data (the data folder, the document
+        table, the sources folder, the secrets' files: config/own_places.py), whichever way its
+        spider was made: the run fails before anything is listed (issue 99)."""
+        try:
+            check_own_places(self.source, own_places(self.crawler.settings))
+        except SourceError as exc:
+            logger.error("The listing of %s is refused: %s; nothing is removed", self.source.name, exc)
+            raise CloseSpider("failed") from None
 
     async def refuse_own_services(self, agent: Agent, guard: AddressGuardMiddleware | None) -> None:
         """An agent that asks its repository itself (WebDAV, CMIS, a wiki, Redmine, Git over

@@ -167,7 +167,7 @@ def seed_urls(source: Source) -> Iterator[str]:
 
 
 class SourceSpider(Spider):
-    """Crawl one source. Subclass it (``spider_class`` in the source file) for custom parsing:
+    """Crawl one source. Subclass it (registered by name, ``spider_class`` in the source file) for custom parsing:
     override ``parse_document`` and keep calling ``super()`` for the bookkeeping."""
 
     source: ClassVar[Source]

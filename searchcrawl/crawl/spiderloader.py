@@ -7,15 +7,15 @@ import logging
 
 from scrapy import Request
 from scrapy.settings import BaseSettings
-from scrapy.utils.misc import load_object
 
+from searchcrawl.config.implementations import SPIDERS, ImplementationError, url_rewriter
+from searchcrawl.config.own_places import check_own_places, own_places
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
 from searchcrawl.crawl.agent_spider import AgentSpider
 from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary
-from searchcrawl.rules.url_rewriter import load_rewriter
 from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
@@ -67,24 +67,15 @@ def download_handlers(source: Source) -> dict[str, str | None]:
 
 
 def spider_class_for(source: Source) -> type[SourceSpider]:
-    """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
+    """A SourceSpider subclass bound to ``source`` (the registered spider its ``spider_class`` names,
+    if any), its URL rewriter checked."""
     base: type = SourceSpider if source.agent_class is None else AgentSpider
-    if source.settings.spider_class:
-        try:
-            base = load_object(source.settings.spider_class)
-        except (ImportError, NameError, ValueError, AttributeError) as exc:
-            raise SourceError(
-                f"{source.origin}: key 'spider_class': cannot import {source.settings.spider_class!r}: {exc}"
-            ) from None
-        if not (isinstance(base, type) and issubclass(base, SourceSpider)):
-            raise SourceError(
-                f"{source.origin}: key 'spider_class': expected a subclass of "
-                f"searchcrawl.crawl.spider.SourceSpider, got {source.settings.spider_class!r}"
-            )
     try:
-        load_rewriter(source.settings.url_rewriter)
-    except (ImportError, NameError, ValueError, AttributeError, TypeError) as exc:
-        raise SourceError(f"{source.origin}: key 'url_rewriter': cannot use {source.settings.url_rewriter!r}: {exc}") from None
+        if source.settings.spider_class:
+            base = SPIDERS.load(source.settings.spider_class, SourceSpider)
+        url_rewriter(source.settings.url_rewriter)
+    except ImplementationError as exc:
+        raise SourceError(f"{source.origin}: key '{exc.key}': {exc}") from None
     custom_settings = dict(getattr(base, "custom_settings", None) or {})
     for key, setting in SETTINGS_OF_KEYS.items():
         if key in source.settings.model_fields_set and getattr(source.settings, key) is not None:
@@ -107,6 +98,7 @@ class SourceSpiderLoader:
     """Scrapy's spider loader interface over source files."""
 
     def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
         self.sources_dir = paths.sources_dir(settings)
         self._loaded: dict[str, type[SourceSpider]] = {}
 
@@ -118,12 +110,16 @@ class SourceSpiderLoader:
         return find_source_files(self.sources_dir)
 
     def load(self, spider_name: str) -> type[SourceSpider]:
-        """The spider of one source; SourceError if its file is broken, KeyError if unknown."""
+        """The spider of one source; SourceError if its file is broken (or its agent would read
+        the installation's own data), KeyError if unknown."""
         if spider_name not in self._loaded:
             files = self._files()
             if spider_name not in files:
                 raise KeyError(f"Spider not found: {spider_name}")
-            self._loaded[spider_name] = spider_class_for(load_source(files[spider_name]))
+            source = load_source(files[spider_name])
+            if source.agent_options is not None:
+                check_own_places(source, own_places(self.settings))
+            self._loaded[spider_name] = spider_class_for(source)
         return self._loaded[spider_name]
 
     def reload(self) -> None:

@@ -4,7 +4,9 @@ The formats are the field's (TREC, as OpenSearch's Search Relevance Workbench an
 rank_eval import them), so a judged set made elsewhere runs here and ours runs elsewhere:
 
 - a query file: one query a line, ``qid<TAB>kind<TAB>text`` (``kind``: keyword, question,
-  navigational, error, or any word; ``qid<TAB>text`` is a query of no kind);
+  navigational, error, or any word; ``qid<TAB>text`` is a query of no kind); a query of the kind
+  ``nonsense`` is one no page answers, written to find nothing: it has no judgments, so it is left
+  out of the figures, and ``silence`` is the share of them that found nothing;
 - judgments (qrels): ``qid 0 docno grade`` a line, grades 0 (judged, not relevant), 1 (partly
   relevant) and 2 (answers the query); a docno is a page's URL, or its path from the site's root
   (``/intro/numpy/index.html``), which matches that path on any host (``grade_of``);
@@ -43,6 +45,7 @@ GRADES = (0, 1, 2)
 TRIALS = 10_000
 ALL_KINDS = "all"  # the row of every query (no query's kind)
 METRICS = ("ndcg@10", "mrr@10", "recall@10", "success@1", "success@3")
+NONSENSE = "nonsense"  # the kind of a query no page answers: no judgments, it must find nothing
 
 
 class JudgmentError(ValueError):
@@ -225,6 +228,16 @@ def score_run(
     """Every judged query's figures (a query without judgments is left out: it measures nothing;
     one the run lacks scores as no hits)."""
     return [score(query, ranked.get(query.qid, []), judgments[query.qid]) for query in queries if judgments.get(query.qid)]
+
+
+def silence(queries: Sequence[JudgedQuery], ranked: Mapping[str, Sequence[str]]) -> float | None:
+    """The share of the ``NONSENSE`` queries of ``queries`` that found nothing (qid -> hit URLs;
+    one the run lacks found nothing), None when there are none: a search that answers whatever is
+    asked scores 0."""
+    nonsense = [query for query in queries if query.kind == NONSENSE]
+    if not nonsense:
+        return None
+    return sum(1 for query in nonsense if not ranked.get(query.qid)) / len(nonsense)
 
 
 def means(scores: Sequence[QueryScore]) -> dict[str, float]:

@@ -23,12 +23,15 @@ def data_dir(settings: BaseSettings) -> Path:
     return path.resolve()
 
 
-def db_url(settings: BaseSettings) -> str:
+def db_url(settings: BaseSettings, with_password: bool = True) -> str:
     """The document table's SQLAlchemy URL; SQLite in the data directory unless configured.
-    The password comes from SEARCHCRAWL_DB_PASSWORD(_FILE) unless the URL holds one."""
+    The password comes from SEARCHCRAWL_DB_PASSWORD(_FILE) unless the URL holds one (not read
+    when ``with_password`` is false: where the database is, without connecting to it)."""
     configured = settings.get("SEARCHCRAWL_DB_URL")
     if not configured:
         return f"sqlite:///{data_dir(settings) / 'documents.sqlite3'}"
+    if not with_password:
+        return configured
     password = secrets.secret(secrets.DB_PASSWORD)
     url = make_url(configured)
     if password and not url.password:
@@ -75,6 +78,7 @@ def solr_auth(settings: BaseSettings) -> tuple[str, str] | None:
 
 
 def sources_dir(settings: BaseSettings) -> Path | None:
+    """The sources folder (SEARCHCRAWL_SOURCES_DIR), or None: the packaged sources only."""
     configured = settings.get("SEARCHCRAWL_SOURCES_DIR")
     return Path(configured).expanduser() if configured else None
 

@@ -133,6 +133,21 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+def secret_files(*places: Mapping[str, object]) -> dict[str, str]:
+    """The files secrets are read from, by the variable or setting naming each: a secret's
+    ``<name>_FILE`` (``SEARCHCRAWL_DB_PASSWORD_FILE``, a source's ``password_secret``'s when its
+    name says it is a secret) and any setting of a secret-ish name that names a file
+    (``SEARCHCRAWL_METRICS_KEYFILE``), in ``places`` (the environment, the settings)."""
+    found: dict[str, str] = {}
+    for place in places:
+        for name, value in place.items():
+            if not (isinstance(name, str) and name.endswith("FILE") and isinstance(value, str) and value):
+                continue
+            if is_secret_name(name) or name.removesuffix("_FILE") in SECRET_NAMES:
+                found[name] = value
+    return found
+
+
 def remember_settings(settings: Mapping[str, object]) -> None:
     """Mask the values of ``settings``' secret-ish settings in every later log line."""
     for value in secret_values(settings):

@@ -10,6 +10,7 @@ import os
 import random
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,110 @@ def test_random_trees_as_the_kernel_decides(passable: Path) -> None:
     # the trees are not trivial: readers admitted and refused, and the corner rare
     assert outcomes[(True, True)] > 50 and outcomes[(False, False)] > 50, outcomes
     assert outcomes.get("the corner", 0) < outcomes[(True, True)] / 5, outcomes
+
+
+# --- issue 99 point 8: the ACL read from its extended attribute, without pylibacl ----------------
+
+GETFACL_TAGS = {("user", False): posix.ACL_USER_OBJ, ("user", True): posix.ACL_USER, ("group", False): posix.ACL_GROUP_OBJ}
+GETFACL_TAGS |= {("group", True): posix.ACL_GROUP, ("mask", False): posix.ACL_MASK, ("other", False): posix.ACL_OTHER}
+
+
+def getfacl(path: Path) -> list[posix.PosixAclEntry]:
+    """The access ACL as Debian's getfacl prints it (numeric ids, no effective rights)."""
+    printed = subprocess.run(["getfacl", "-a", "-c", "-n", "-E", str(path)], capture_output=True, text=True, check=True)
+    entries = []
+    for line in printed.stdout.split():
+        tag, qualifier, mode = line.split(":")
+        perm = sum(bit for bit, letter in zip((4, 2, 1), "rwx", strict=True) if letter in mode)
+        entries.append(posix.PosixAclEntry(GETFACL_TAGS[tag, bool(qualifier)], int(qualifier) if qualifier else None, perm))
+    return entries
+
+
+@pytest.mark.parametrize(
+    "acl",
+    [
+        None,  # no extended ACL: the permission bits as one
+        "u:3001:r",
+        "u:3001:rwx,u:3002:-,g:4001:rw,g:4002:x,m::rx,o::r",
+        "g:4001:r,m::-",  # a mask that grants nothing
+        "u:0:r,u:4294967294:rx,g:0:rwx,o::-",  # the owner and group named again, the highest id
+    ],
+)
+def test_the_acl_read_from_its_attribute_is_getfacls(tmp_path: Path, acl: str | None) -> None:
+    """The entries decoded from ``system.posix_acl_access`` are libacl's (getfacl's), on a file
+    and on a folder (with a default ACL beside, which is not read), by path and by descriptor."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    subprocess.run(["setfacl", "-d", "-m", "u:5000:r", str(folder)], check=True)
+    for path in (made(tmp_path / "file", 0o640, acl=acl), made(folder, 0o751, acl=acl)):
+        expected = getfacl(path)
+        assert posix.read_acl(str(path)) == expected, path
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            assert posix.read_acl(descriptor) == expected
+        finally:
+            os.close(descriptor)
+        if acl is None:
+            with pytest.raises(OSError) as none:
+                os.getxattr(path, posix.ACL_XATTR)
+            assert none.value.errno == errno.ENODATA
+        else:
+            assert posix.acl_entries(os.getxattr(path, posix.ACL_XATTR)) == expected
+
+
+HEADER = (2).to_bytes(4, "little")
+
+
+def entry(tag: int, perm: int, qualifier: int = 0xFFFFFFFF) -> bytes:
+    return tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + qualifier.to_bytes(4, "little")
+
+
+BASE = entry(posix.ACL_USER_OBJ, 6) + entry(posix.ACL_GROUP_OBJ, 4) + entry(posix.ACL_OTHER, 4)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x02\x00",  # shorter than the header
+        HEADER + BASE + b"\x01\x00\x06",  # a part of an entry
+        (1).to_bytes(4, "little") + BASE,  # another version
+        HEADER + BASE + entry(0x40, 4),  # an unknown tag
+        HEADER + entry(posix.ACL_USER_OBJ, 0x8) + BASE[8:],  # an unknown permission bit
+        HEADER + BASE[:16],  # no entry for other
+        HEADER + BASE + entry(posix.ACL_OTHER, 4),  # other twice
+        HEADER + BASE + entry(posix.ACL_USER, 4, 3001),  # a named user and no mask
+        HEADER + BASE + entry(posix.ACL_MASK, 4) + entry(posix.ACL_MASK, 4),  # two masks
+        HEADER + BASE + entry(posix.ACL_USER, 4, 3001) + entry(posix.ACL_USER, 0, 3001) + entry(posix.ACL_MASK, 4),
+        HEADER + BASE * 2730,  # as long as an attribute may be (64 KiB), and not an ACL
+    ],
+)
+def test_an_attribute_that_is_not_an_acl_is_refused(data: bytes) -> None:
+    with pytest.raises(ValueError, match="ACL"):
+        posix.acl_entries(data)
+
+
+def test_an_attribute_that_is_not_an_acl_makes_the_file_unreadable_never_public(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Malformed bytes in place of the ACL are an ACL that cannot be read (status 927), as an
+    attribute that cannot be read is."""
+    path = made(tmp_path / "a", 0o644)
+    assert access_of(path).is_public
+    monkeypatch.setattr(os, "getxattr", lambda *_args, **_kwargs: HEADER + BASE[:16])
+    with pytest.raises(AccessUnreadable, match="the ACL of .*a cannot be read: an ACL without exactly one entry"):
+        access_of(path)
+
+
+def test_an_acl_is_read_without_pylibacl() -> None:
+    """pylibacl had to be compiled (the quickstart installed gcc for it): nothing imports it."""
+    code = (
+        "import sys; sys.modules['posix1e'] = None; sys.modules['pylibacl'] = None\n"
+        "import os, tempfile\nfrom searchcrawl.access import posix\nfrom searchcrawl.agents import files\n"
+        "path = tempfile.mkstemp()[1]; os.chmod(path, 0o604)\n"
+        "print(sorted(posix.file_access(path, os.stat(path), path).fields()['access_allow'])); os.unlink(path)\n"
+    )
+    environ = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0].startswith("['public', 'uid:")

@@ -120,7 +120,7 @@ def test_the_access_table_is_read_and_its_tokens_normalised(tmp_path: Path) -> N
             "[access] does not apply to a files source: each file's POSIX permissions and ACL say who may read it",
         ),
         (
-            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\n',
+            'type = "agent"\nagent = "json_repository"\n[agent_options]\npath = "/x"\n',
             "does not say who may read its documents: add an [access] table (public = true, or allow = [...])",
         ),
     ],

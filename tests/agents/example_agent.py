@@ -3,7 +3,7 @@
 "readers": ["group:editors", "user:alice"]}).
 
     type = "agent"
-    agent = "tests.agents.example_agent.ArticlesAgent"
+    agent = "articles"
 
     [agent_options]
     path = "/srv/export/articles.jsonl"

@@ -6,8 +6,10 @@ parameters over the /select handler's, and a rewriting of the query's text, appl
 queries of some shapes only), and its list fused with the kNN list ``fusion_lists`` kept for it
 (today's weights): nDCG@10 per kind and success@3, words alone and fused, per model.
 
-    .venv/bin/python -m tests.benchmarks.first_stage bench-lists --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb \\
-        --embeddings wordllama --embeddings onnx:<minilm jar>
+    .venv/bin/python -m tests.benchmarks.first_stage bench-lists --deb python-scrapy-doc_2.8.0-2_all.deb \\
+        --deb python3.11-doc_3.11.2-6+deb12u9_all.deb --embeddings wordllama --embeddings onnx:<minilm jar>
+
+A set only ever held out (judged.py ``HELD_OUT``: python-docs) is scored, never chosen on.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import QUESTION, QUESTION_WORDS, WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet
-from tests.benchmarks.judged import ROOT, embedded_passages, workspace
+from tests.benchmarks.judged import ROOT, embedded_passages, training, workspace
 from tests.benchmarks.reranking import print_rows
 from tests.benchmarks.solr_rerank import arguments, crawled, path_key
 
@@ -157,10 +159,10 @@ class WordsSet:
         return {**self.kept.figures(ranked), "p": p}
 
 
-def crawled_sets(folder: Path, scrapy_docs: str, work: Path, core: str) -> dict[str, WordsSet]:
+def crawled_sets(folder: Path, debs: Sequence[str], work: Path, core: str) -> dict[str, WordsSet]:
     """Every set of ``folder`` crawled into ``core``, as ``fusion_lists`` crawled it."""
     index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
-    return {name: WordsSet(KeptSet(folder, name), index, source) for name, source in crawled(folder, scrapy_docs, work, core)}
+    return {name: WordsSet(KeptSet(folder, name), index, source) for name, source in crawled(folder, debs, work, core)}
 
 
 def report(sets: Mapping[str, WordsSet], variants: Mapping[str, Variant]) -> None:
@@ -174,18 +176,18 @@ def mean_ndcg(sets: Sequence[WordsSet], name: str, model: str | None) -> float:
     """The mean nDCG@10 of every query of ``sets`` under the variant ``name``."""
     total, count = 0.0, 0
     for item in sets:
-        total += item.kept.figures(item.ranked(name, VARIANTS[name], model))["all"] * len(item.kept.queries)
-        count += len(item.kept.queries)
+        total += item.kept.figures(item.ranked(name, VARIANTS[name], model))["all"] * len(item.kept.judged)
+        count += len(item.kept.judged)
     return total / count if count else 0.0
 
 
 def held_out(sets: Mapping[str, WordsSet]) -> None:
-    """Each set scored under the variant with the best mean nDCG@10 on the other two (a tie: the
-    first of ``VARIANTS``, today's form first), words alone and fused with each model."""
+    """Each set scored under the variant with the best mean nDCG@10 on the others (``training``; a
+    tie: the first of ``VARIANTS``, today's form first), words alone and fused with each model."""
     for model in (None, *next(iter(sets.values())).kept.models):
         for name, item in sets.items():
-            training = [other for other_name, other in sets.items() if other_name != name]
-            chosen = max(VARIANTS, key=lambda label: (round(mean_ndcg(training, label, model), 9), -list(VARIANTS).index(label)))
+            chosen_on = training(sets, name)
+            chosen = max(VARIANTS, key=lambda label: (round(mean_ndcg(chosen_on, label, model), 9), -list(VARIANTS).index(label)))
             rows = {
                 "today": item.row("today", VARIANTS["today"], model),
                 f"chosen: {chosen}": item.row(chosen, VARIANTS[chosen], model),
@@ -226,8 +228,8 @@ def diagnose(sets: Mapping[str, WordsSet]) -> None:
         print(
             f"\n{name}: query, kind, shape, fused rank per model, words rank, kNN rank (above the floor / any) per model, plain rank, words held"
         )
-        for query in kept.queries:
-            good = {path for path, grade in kept.judgments.get(query.qid, {}).items() if grade >= 2}
+        for query in kept.judged:
+            good = {path for path, grade in kept.judgments[query.qid].items() if grade >= 2}
             ranks = {model: first_good(fused[model][query.qid], good) for model in kept.models}
             if all(rank is not None and rank <= 3 for rank in ranks.values()):
                 continue
@@ -280,7 +282,7 @@ def main() -> None:
     work, _out, solr = workspace("searchcrawl-first-stage-", "")
     core = solr.start(timeout=600)
     try:
-        sets = crawled_sets(Path(args.lists), args.scrapy_docs, work, core)
+        sets = crawled_sets(Path(args.lists), args.debs, work, core)
         diagnose(sets)
         report(sets, VARIANTS)
         held_out(sets)

@@ -7,6 +7,10 @@ under every weight of a grid, chosen per model and shape on some sets and scored
     .venv/bin/python -m tests.benchmarks.fusion bench-lists                       # the weights of today
     .venv/bin/python -m tests.benchmarks.fusion bench-lists --tune scipy-lectures --on nutch
     .venv/bin/python -m tests.benchmarks.fusion bench-lists --tune scipy-lectures,nutch --on scrapy-docs
+    .venv/bin/python -m tests.benchmarks.fusion bench-lists --tune scipy-lectures,nutch,scrapy-docs --on python-docs
+
+A set only ever held out (judged.py ``HELD_OUT``: python-docs) is refused to ``--tune``. A set with
+nonsense queries has a column more, ``silent``: the share of them that found nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.search.evaluation import JudgedQuery, by_kind, means, read_qrels, read_queries, score_run
+from searchcrawl.search.evaluation import JudgedQuery, by_kind, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import (
     KEYWORDS,
@@ -30,7 +34,7 @@ from searchcrawl.semantic.fusion import (
     query_shape,
     reciprocal_rank_fusion,
 )
-from tests.benchmarks.judged import JUDGED
+from tests.benchmarks.judged import HELD_OUT, JUDGED
 
 GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 SHAPES = (NAME, MESSAGE, QUESTION, KEYWORDS)
@@ -45,6 +49,7 @@ class KeptSet:
         self.kept: dict[str, Any] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
         self.queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
         self.judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
+        self.judged = [query for query in self.queries if self.judgments.get(query.qid)]  # the ones scored
 
     @property
     def models(self) -> list[str]:
@@ -64,11 +69,14 @@ class KeptSet:
         return ranked
 
     def figures(self, ranked: Mapping[str, Sequence[str]], queries: Sequence[JudgedQuery] = ()) -> dict[str, float]:
-        """nDCG@10 of each kind ("all" first) over ``queries`` (all when none), then success@3 of all."""
+        """nDCG@10 of each kind ("all" first) over ``queries`` (all when none), then success@3 of all,
+        and ``silent`` for a set with nonsense queries (evaluation.py ``silence``)."""
         scores = score_run(list(queries) or self.queries, self.judgments, ranked)
+        silent = None if queries else silence(self.queries, ranked)
         return {
             **{kind: means(group)["ndcg@10"] for kind, group in by_kind(scores).items()},
             "success@3": means(scores)["success@3"],
+            **({} if silent is None else {"silent": silent}),
         }
 
 
@@ -76,7 +84,7 @@ def shape_mean(sets: Sequence[KeptSet], model: str, shape: str, weight: float) -
     """The mean nDCG@10 of the queries of ``shape`` of ``sets`` with the kNN list weighed ``weight``."""
     total, count = 0.0, 0
     for kept in sets:
-        queries = [query for query in kept.queries if query_shape(query.text) == shape]
+        queries = [query for query in kept.judged if query_shape(query.text) == shape]
         if queries:
             total += kept.figures(kept.fused(model, lambda _query: weight), queries)["all"] * len(queries)
             count += len(queries)
@@ -109,6 +117,9 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(args.lists)
     names = args.on.split(",") if args.on else sorted(path.stem for path in folder.glob("*.json"))
+    refused = HELD_OUT.intersection(args.tune.split(","))
+    if refused:
+        parser.error(f"{', '.join(sorted(refused))}: held out, never tuned on (tests/search/judged/README.md)")
     train = [KeptSet(folder, name) for name in args.tune.split(",") if name]
     for name in names:
         kept = KeptSet(folder, name)

@@ -8,16 +8,15 @@ of the fusion is measured on exactly the same lists.
 
     .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --embeddings wordllama
     apt-get download python-scrapy-doc   # the third corpus, tuned on by nobody: Scrapy 2.8's documentation
-    .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --sets scrapy-docs \
-        --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb --embeddings wordllama
+    apt-get download python3.11-doc      # the fourth, held out: Python 3.11's documentation
+    .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --sets scrapy-docs,python-docs \
+        --deb python-scrapy-doc_2.8.0-2_all.deb --deb python3.11-doc_3.11.2-6+deb12u9_all.deb --embeddings wordllama
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pysolr
@@ -26,21 +25,17 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
-from searchcrawl.search.evaluation import means, read_qrels, read_queries, score_run
+from searchcrawl.search.evaluation import JudgedQuery, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.search_run import judged_run
 from searchcrawl.search.searcher import TrimmedIndex
-from tests.benchmarks.judged import JUDGED, SETS, crawl, embedded_passages, workspace
-from tests.benchmarks.real_sites import RealSite
-
-SCRAPY_DOCS = "scrapy-docs"  # the judged set of Debian's python-scrapy-doc (tests/search/judged/scrapy-docs/NOTES.md)
-HTML = "usr/share/doc/python-scrapy-doc/html"
+from tests.benchmarks.judged import JUDGED, SETS, add_deb_option, crawl, embedded_passages, judged_site, workspace
 
 
-def debian_site(package: Path, work: Path) -> RealSite:
-    """The documentation site a Debian package holds (``dpkg-deb -x``), its HTML folder the root."""
-    subprocess.run(["dpkg-deb", "-x", str(package), str(work)], check=True)
-    return RealSite(SCRAPY_DOCS, work / HTML, "index.html")
+def summary(queries: list[JudgedQuery], judgments: dict[str, dict[str, int]], ranked: dict[str, list[str]]) -> str:
+    """A run's nDCG@10 and, for a set with nonsense queries, the share of them that found nothing."""
+    silent = silence(queries, ranked)
+    return f"{means(score_run(queries, judgments, ranked))['ndcg@10']:.4f}" + ("" if silent is None else f", silent {silent:.3f}")
 
 
 def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: SemanticModel) -> dict[str, dict[str, Any]]:
@@ -82,18 +77,14 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--embeddings", action="append", default=[], metavar="SPEC")
-    parser.add_argument("--scrapy-docs", default="", metavar="DEB", help="python-scrapy-doc's .deb, for --sets scrapy-docs")
+    add_deb_option(parser)
     args = parser.parse_args()
     work, out, solr = workspace("searchcrawl-fusion-", args.out)
     core = solr.start(timeout=600)
     try:
         index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
         for name in args.sets.split(","):
-            if name == SCRAPY_DOCS:
-                source, site = "scrapydocs", debian_site(Path(args.scrapy_docs), work / f"site-{name}")
-            else:
-                site_name, source = SETS[name]
-                site = RealSite.unpack(site_name, work / f"site-{name}")
+            source, site = judged_site(name, args.debs, work / f"site-{name}")
             crawled = crawl(site, source, work, core)
             pysolr.Solr(core, timeout=120).commit()
             queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
@@ -110,12 +101,12 @@ def main() -> None:
             for ranking in ("words", "plain"):
                 ranked, _ = judged_run(index, queries, source, Rules(), ranking)
                 entry[ranking] = ranked
-                print(name, ranking, round(means(score_run(queries, judgments, ranked))["ndcg@10"], 4))
+                print(name, ranking, summary(queries, judgments, ranked))
             for spec in args.embeddings:
                 kind, embedder, _result = embedded_passages(core, spec, source)
                 ranked, _ = judged_run(index, queries, source, Rules(), "page", SemanticSearch(SemanticModel(embedder)))
                 entry[f"hybrid-{kind}"] = ranked
-                print(name, f"hybrid-{kind}", round(means(score_run(queries, judgments, ranked))["ndcg@10"], 4))
+                print(name, f"hybrid-{kind}", summary(queries, judgments, ranked))
                 entry["lists"][kind] = kept_lists(index, queries, source, SemanticModel(embedder, 0.0))
                 entry.setdefault("floors", {})[kind] = SemanticModel(embedder).floor
                 entry.setdefault("model_ids", {})[kind] = embedder.model_id

@@ -2,10 +2,13 @@
 Notes) and the Nutch Javadoc crawled into a development Solr, then each judged set of
 tests/search/judged/ searched as the search page searches (`scrapy relevance`'s code) under the
 page's ranking and under the plain baseline (the content field alone), with the figures per kind
-of query and the paired test between them.
+of query and the paired test between them, and the share of the nonsense queries that found
+nothing. The sets whose corpus is a Debian documentation package are crawled from its .deb.
 
     .venv/bin/python -m tests.benchmarks.judged --out bench-judged
     .venv/bin/python -m tests.benchmarks.judged --out bench-after --before bench-judged   # after a change
+    apt-get download python3.11-doc   # the fourth corpus, held out: Python 3.11's documentation
+    .venv/bin/python -m tests.benchmarks.judged --out bench-python --sets python-docs --deb python3.11-doc_3.11.2-6+deb12u9_all.deb
 
 ``--before DIR``: a previous run's folder; its saved runs (``<set>-page.run``) are scored beside
 this one's page ranking, with the paired test (before/after a change of the configset, the
@@ -20,8 +23,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urldefrag, urljoin
 
 import pysolr
@@ -40,6 +44,7 @@ from searchcrawl.search.evaluation import (
     read_queries,
     read_run,
     score_run,
+    silence,
     write_run,
 )
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
@@ -52,12 +57,52 @@ from tests.benchmarks.measure import python_path, run_measured
 from tests.benchmarks.real_sites import RealSite
 from tests.benchmarks.synthetic import nginx
 from tests.conftest import ROOT
+from tests.search.judged_packages import DOC_PACKAGES, deb_of, unpacked
 
 JUDGED = ROOT / "tests" / "search" / "judged"
-# judged set: (real site, source name)
+# judged set: (real site, source name); the sets of Debian's documentation packages: DOC_PACKAGES
 SETS = {"scipy-lectures": ("sphinx", "scipy"), "nutch": ("nutch", "nutch")}
+# the sets only ever reported held out, never tuned on (issue 100: settings chosen on the older sets)
+HELD_OUT = frozenset({"python-docs"})
+Item = TypeVar("Item")
 RANKINGS = ("page", "plain")
 TARGET_HYBRID_OVER_WORDS = 1.3  # nDCG@10, hybrid over the words query alone (issue 76)
+
+
+def add_deb_option(parser: argparse.ArgumentParser) -> None:
+    """``--deb DEB``, repeated: the .deb of a judged set's documentation package (``--scrapy-docs``,
+    its older name, still read)."""
+    packages = " ".join(package.package for package in DOC_PACKAGES.values())
+    parser.add_argument(
+        "--deb",
+        "--scrapy-docs",
+        dest="debs",
+        action="append",
+        default=[],
+        metavar="DEB",
+        help=f"a documentation package's .deb, for its judged set (apt-get download {packages})",
+    )
+
+
+def judged_site(name: str, debs: Sequence[str], work: Path) -> tuple[str, RealSite]:
+    """(source name, site unpacked under ``work``) of the judged set ``name``: a shared corpus's
+    site, or the site of the Debian documentation package that one of ``debs`` holds."""
+    if name in SETS:
+        site_name, source = SETS[name]
+        return source, RealSite.unpack(site_name, work)
+    if name not in DOC_PACKAGES:
+        raise SystemExit(f"{name}: no judged set of that name ({', '.join([*SETS, *DOC_PACKAGES])})")
+    package = DOC_PACKAGES[name]
+    deb = deb_of(name, [Path(deb) for deb in debs])
+    if deb is None:
+        raise SystemExit(f"{name}: give {package.package}'s .deb with --deb (apt-get download {package.package})")
+    return package.source, RealSite(name, unpacked(name, deb, work), "index.html")
+
+
+def training(sets: Mapping[str, Item], name: str) -> list[Item]:
+    """The sets a setting is chosen on when the set ``name`` is scored with it: every other set
+    but those only ever held out (``HELD_OUT``)."""
+    return [item for other, item in sets.items() if other != name and other not in HELD_OUT]
 
 
 def own_rankings(given: list[str]) -> dict[str, Ranking]:
@@ -197,6 +242,7 @@ def main() -> None:
     parser.add_argument("--out", default="")
     parser.add_argument("--before", default="", help="a previous run's folder, compared with this one")
     parser.add_argument("--sets", default=",".join(SETS))
+    add_deb_option(parser)
     parser.add_argument("--source-lines", default="", help="more lines of each source file, e.g. 'navigation_pages = []'")
     parser.add_argument("--anchors", action="store_true", help="experiment: the inlinks' anchor texts as a field, anchor_t")
     parser.add_argument(
@@ -223,8 +269,7 @@ def main() -> None:
     try:
         index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
         for name in args.sets.split(","):
-            site_name, source = SETS[name]
-            site = RealSite.unpack(site_name, work / f"site-{name}")
+            source, site = judged_site(name, args.debs, work / f"site-{name}")
             crawled = crawl(site, source, work, core, args.source_lines.replace("\\n", "\n") + "\n")
             pysolr.Solr(core, timeout=120).commit()  # the last pushes searchable now
             if args.anchors:
@@ -281,8 +326,12 @@ def main() -> None:
                 "figures": {ranking: figures(found) for ranking, found in scores.items()},
                 "page_vs_plain": [row.__dict__ for row in compare(scores["plain"], scores["page"])],
                 "first_answers": {item.query.qid: item.first_answer for item in scores["page"]},
+                "silent": {ranking: silence(queries, ranked) for ranking, ranked in runs.items()},
             }
             print_table(f"{name}: {crawled['requests']} requests crawled in {crawled['seconds']} s", entry["figures"])
+            for ranking, silent in entry["silent"].items():
+                if silent is not None:
+                    print(f"  {ranking}: {silent:.3f} of the nonsense queries found nothing")
             if args.before:
                 earlier = Path(args.before) / f"{name}-page.run"
                 before = score_run(queries, judgments, read_run(earlier.read_text(encoding="utf-8")))

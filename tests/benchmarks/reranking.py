@@ -39,6 +39,7 @@ from searchcrawl.search.evaluation import grades_of, randomization_p, score_run
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet
+from tests.benchmarks.judged import training
 
 FEATURES = ("fused", "words", "knn", "passage_words", "title_words", "url_words", "phrase", "depth")
 FEATURE_SETS = {
@@ -156,8 +157,8 @@ def mean_ndcg(prepared: Sequence[Prepared], model: LinearModel) -> float:
     """The mean nDCG@10 of every query of ``prepared`` (each query weighs alike, whatever its set)."""
     total, count = 0.0, 0
     for item in prepared:
-        total += item.kept.figures(item.ranked(model))["all"] * len(item.kept.queries)
-        count += len(item.kept.queries)
+        total += item.kept.figures(item.ranked(model))["all"] * len(item.kept.judged)
+        count += len(item.kept.judged)
     return total / count if count else 0.0
 
 
@@ -218,11 +219,11 @@ def held_out(sets: Mapping[str, KeptSet]) -> None:
     for model in next(iter(sets.values())).models:
         prepared = {name: Prepared(kept, model) for name, kept in sets.items()}
         for name, item in prepared.items():
-            training = [other for other_name, other in prepared.items() if other_name != name]
+            chosen_on = training(prepared, name)
             rows = {"fused (today)": item.kept.figures(item.ranked(None))}
             for label, names in FEATURE_SETS.items():
                 for learner, learn in (("ascent", ascended), ("pairwise", pairwise)):
-                    chosen = learn(training, names)
+                    chosen = learn(chosen_on, names)
                     print(
                         f"{model}, {name} held out, {label}, {learner}: { ({k: round(v, 3) for k, v in chosen.weights.items()}) }"
                     )
@@ -262,8 +263,8 @@ def extract_order(path: Path) -> None:
 
     grid = list(itertools.product((0, 0.002, 0.005, 0.01, 0.02, 0.05), (0, 0.005, 0.01, 0.02, 0.05, 0.1)))
     for held, rows in by_set.items():
-        training = [row for name, other in by_set.items() if name != held for row in other]
-        a, b = max(grid, key=lambda ab: (shown_grade_2(training, *ab), -sum(ab)))
+        chosen_on = [row for other in training(by_set, held) for row in other]
+        a, b = max(grid, key=lambda ab: (shown_grade_2(chosen_on, *ab), -sum(ab)))
         print(
             f"extract, {held} held out: a = {a}, b = {b}; questions from a grade-2 page "
             f"{shown_grade_2(rows, 0, 0)} (kNN order) -> {shown_grade_2(rows, a, b)} of {len(rows)}"

@@ -8,7 +8,10 @@ list fused with the kNN list ``fusion_lists`` kept for it (today's weights; the 
 by their path, since the new crawl's port differs): leave-one-set-out, weights by coordinate ascent
 on the training sets' mean nDCG@10, as tests.benchmarks.reranking does for the Python model.
 
-    .venv/bin/python -m tests.benchmarks.solr_rerank bench-lists --scrapy-docs python-scrapy-doc_2.8.0-2_all.deb
+    .venv/bin/python -m tests.benchmarks.solr_rerank bench-lists --deb python-scrapy-doc_2.8.0-2_all.deb \
+        --deb python3.11-doc_3.11.2-6+deb12u9_all.deb
+
+A set only ever held out (judged.py ``HELD_OUT``: python-docs) is scored, never trained on.
 """
 
 from __future__ import annotations
@@ -31,9 +34,7 @@ from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet
-from tests.benchmarks.fusion_lists import SCRAPY_DOCS, debian_site
-from tests.benchmarks.judged import SETS, crawl, workspace
-from tests.benchmarks.real_sites import RealSite
+from tests.benchmarks.judged import add_deb_option, crawl, judged_site, training, workspace
 from tests.benchmarks.reranking import print_rows
 
 RERANKED = 50
@@ -111,8 +112,8 @@ def shaped(kept: KeptSet, model: str) -> Callable[[JudgedQuery], float]:
 def mean_ndcg(sets: Sequence[SolrSet], model: str, weights: Weights) -> float:
     total, count = 0.0, 0
     for item in sets:
-        total += item.kept.figures(item.fused(model, weights))["all"] * len(item.kept.queries)
-        count += len(item.kept.queries)
+        total += item.kept.figures(item.fused(model, weights))["all"] * len(item.kept.judged)
+        count += len(item.kept.judged)
     return total / count if count else 0.0
 
 
@@ -134,17 +135,13 @@ def ascended(sets: Sequence[SolrSet], model: str) -> Weights:
     return weights
 
 
-def crawled(folder: Path, scrapy_docs: str, work: Path, core: str) -> Iterator[tuple[str, str]]:
+def crawled(folder: Path, debs: Sequence[str], work: Path, core: str) -> Iterator[tuple[str, str]]:
     """(set, source) of every set whose lists ``folder`` keeps, once its site is crawled into
-    ``core`` and committed, as ``fusion_lists`` crawled it (``scrapy_docs``: the Scrapy
-    documentation's .deb)."""
+    ``core`` and committed, as ``fusion_lists`` crawled it (``debs``: the .debs of the sets'
+    documentation packages)."""
     for path in sorted(folder.glob("*.json")):
         name = path.stem
-        if name == SCRAPY_DOCS:
-            source, site = "scrapydocs", debian_site(Path(scrapy_docs), work / f"site-{name}")
-        else:
-            site_name, source = SETS[name]
-            site = RealSite.unpack(site_name, work / f"site-{name}")
+        source, site = judged_site(name, debs, work / f"site-{name}")
         crawl(site, source, work, core)
         pysolr.Solr(core, timeout=120).commit()
         yield name, source
@@ -155,7 +152,7 @@ def arguments(doc: str | None, embeddings: bool = False) -> argparse.Namespace:
     (``embeddings``: and embeds their passages with the models it names)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lists", help="the folder of tests.benchmarks.fusion_lists")
-    parser.add_argument("--scrapy-docs", default="", metavar="DEB", help="python-scrapy-doc's .deb")
+    add_deb_option(parser)
     if embeddings:
         parser.add_argument(
             "--embeddings", action="append", default=[], metavar="SPEC", help="a model (SEARCHCRAWL_EMBEDDINGS' form)"
@@ -171,12 +168,12 @@ def main() -> None:
     try:
         index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
         sets: dict[str, SolrSet] = {}
-        for name, source in crawled(folder, args.scrapy_docs, work, core):
+        for name, source in crawled(folder, args.debs, work, core):
             sets[name] = SolrSet(KeptSet(folder, name), index, source)
         none: Weights = (0.0,) * len(FEATURES)
         for model in next(iter(sets.values())).kept.models:
             for name, item in sets.items():
-                chosen = ascended([other for other_name, other in sets.items() if other_name != name], model)
+                chosen = ascended(training(sets, name), model)
                 print(f"{model}, {name} held out: weights {dict(zip(FEATURES, chosen, strict=True))}")
                 before = score_run(item.kept.queries, item.kept.judgments, item.fused(model, none))
                 after = score_run(item.kept.queries, item.kept.judgments, item.fused(model, chosen))

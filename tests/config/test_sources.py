@@ -14,7 +14,10 @@ BROKEN = {
     "seeds-not-list": ('seeds = "{url}"\n', ["key 'seeds'", "expected a valid list"]),
     "bad-seed-file": ('seed_files = ["seeds.txt"]\n', ["key 'seed_files'", "seeds.txt, line 2", "http(s) or file URL"]),
     "missing-seed-file": ('seed_files = ["absent.txt"]\n', ["key 'seed_files'", "absent.txt"]),
-    "bad-spider-class": ('seeds = ["{url}"]\nspider_class = "os.path.join"\n', ["key 'spider_class'", "SourceSpider"]),
+    "bad-spider-class": (
+        'seeds = ["{url}"]\nspider_class = "os.path.join"\n',
+        ["key 'spider_class'", "no spider is registered as 'os.path.join'", "example_site"],
+    ),
 }
 
 
@@ -87,7 +90,7 @@ def load_text(tmp_path, text: str):
 def test_an_agent_source_is_validated_by_its_agents_options(tmp_path) -> None:
     source = load_text(
         tmp_path,
-        'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\n[access]\npublic = true\n',
+        'type = "agent"\nagent = "json_repository"\n[agent_options]\npath = "/x"\n[access]\npublic = true\n',
     )
     assert source.seed_urls == () and source.agent_options.path == "/x"
     agent = source.make_agent()
@@ -98,27 +101,27 @@ def test_an_agent_source_is_validated_by_its_agents_options(tmp_path) -> None:
     ("text", "words"),
     [
         ('type = "agent"\n', "type = 'agent' needs 'agent'"),
-        ('type = "agent"\nagent = "os.path.join"\n', "not a subclass of searchcrawl.agents.base.Agent"),
-        ('type = "agent"\nagent = "tests.absent.Agent"\n', "key 'agent': cannot load tests.absent.Agent"),
-        ('type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\n', "key 'agent_options.path'"),
+        ('type = "agent"\nagent = "os.path.join"\n', "key 'agent': no agent is registered as 'os.path.join'"),
+        ('type = "agent"\nagent = "files"\n', "key 'agent': 'files' is a built-in type: write type = 'files'"),
+        ('type = "agent"\nagent = "json_repository"\n[agent_options]\n', "key 'agent_options.path'"),
         (
-            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\npaht = 1\n',
+            'type = "agent"\nagent = "json_repository"\n[agent_options]\npath = "/x"\npaht = 1\n',
             "key 'agent_options.paht': unknown key (known keys: path, inline",
         ),
         (
-            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\nseeds = ["https://a.test/"]\n',
+            'type = "agent"\nagent = "json_repository"\nseeds = ["https://a.test/"]\n',
             "seeds: keys of web",
         ),
         ('type = "files"\n', "type = 'files' needs its [files] table"),
-        ('type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[mail]\n', "[mail] belongs to a source with type"),
-        ('seeds = ["https://a.test/"]\nagent = "tests.custom_agents.JsonRepositoryAgent"\n', "'agent' belongs to a source"),
+        ('type = "agent"\nagent = "json_repository"\n[mail]\n', "[mail] belongs to a source with type"),
+        ('seeds = ["https://a.test/"]\nagent = "json_repository"\n', "'agent' belongs to a source"),
         ('type = "ftp"\n', "key 'type'"),
         (
             'seeds = ["https://a.test/"]\nfetch_origins = ["https://dms.test"]\n',
             "'fetch_origins' belongs to a source with an agent",
         ),
         (
-            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\nfetch_origins = ["https://dms.test/docs/"]\n'
+            'type = "agent"\nagent = "json_repository"\nfetch_origins = ["https://dms.test/docs/"]\n'
             '[agent_options]\npath = "/x"\n',
             "expected an origin such as",
         ),

@@ -20,7 +20,7 @@ from tests.components import ledger_of
 
 SOURCE = """seeds = ["http://h.test/"]
 max_depth = 2
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 paths = { "*" = { exclude = ["/private/"] } }
 [filters.scope]
 exclude_urls = ["*/drafts/*"]

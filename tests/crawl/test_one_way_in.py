@@ -39,7 +39,7 @@ from tests.components import close_stores, ledger_of, source_crawler, start_run,
 
 SOURCE = """seeds = ["http://h.test/"]
 sitemaps = ["http://h.test/sitemap.xml"]
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 """
 
 

@@ -22,7 +22,7 @@ from tests.components import close_stores, ledger_of, source_crawler, start_run
 
 SOURCE = """seeds = ["http://h.test/"]
 max_depth = 3
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 paths = { "h.test" = { exclude = ["/private/"] } }
 
 [[render_rules]]

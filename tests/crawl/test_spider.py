@@ -31,7 +31,7 @@ from searchcrawl.rules.status_codes import Status
 from tests.components import ledger_of
 
 SOURCE = """seeds = ["http://h.test/", "http://h.test/docs/"]
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 """
 PAGE = b"""<html><head><title>Home</title>
 <link rel="canonical" href="/index.html">
@@ -148,7 +148,7 @@ def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone
     """The rewriter's step is ``RuleChain.rewrite_step``, which `scrapy explain` shows: a link it
     raises on is 909, one it makes invalid 902, and the page's other links go on (the exception
     escaped the spider before: the page failed with a spider error and lost its links)."""
-    crawler = crawler_of('seeds = ["http://h.test/"]\nurl_rewriter = "tests.rewriters.hostile"\n')
+    crawler = crawler_of('seeds = ["http://h.test/"]\nurl_rewriter = "hostile"\n')
     spider = spider_of(crawler)
     page = b'<html><body><a href="/boom.html">x</a> <a href="/badport.html">y</a> <a href="/ok.html">z</a></body></html>'
     documents, requests = split(list(spider.parse(html("http://h.test/", page))))

@@ -53,7 +53,7 @@ def chowned(path: Path, mode: int, uid: int, gid: int) -> Path:
 
 def agent_source(agent: str, root: Path, exclude: str, more: str = "") -> str:
     """A files source read by one of the tests' files agents (tests/custom_agents.py)."""
-    return f'type = "agent"\nagent = "tests.custom_agents.{agent}"\n{more}[agent_options]\nroots = ["{root}"]\nexclude = ["{exclude}"]\n'
+    return f'type = "agent"\nagent = "{agent}"\n{more}[agent_options]\nroots = ["{root}"]\nexclude = ["{exclude}"]\n'
 
 
 def written(path: Path, text: str, mode: int, uid: int = 1001, gid: int = 2001) -> Path:
@@ -74,7 +74,7 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     written(root / "hr" / "pay.txt", "the salary scale", 0o644)
     written(root / "gone.txt", "a file whose ACL will not read", 0o644)
     name = "share-access"
-    project.source(name, agent_source("BrokenAclFilesAgent", root, "*.broken-acl", "max_delete_share = 1.0\n"))
+    project.source(name, agent_source("broken_acl_files", root, "*.broken-acl", "max_delete_share = 1.0\n"))
     url = {path: (root / path).as_uri() for path in ("open.txt", "team/finance.txt", "hr/pay.txt", "gone.txt")}
 
     report = crawl(project, name)
@@ -346,7 +346,7 @@ def test_a_file_made_private_and_rewritten_after_the_listing_is_indexed_with_the
     (root / "memo.txt.race").write_text("the secret memo, for its owner alone")
     written(root / "open.txt", "a memo everyone may read", 0o644)
     name = "share-race"
-    project.source(name, agent_source("RacingFilesAgent", root, "*.race"))
+    project.source(name, agent_source("racing_files", root, "*.race"))
     report = crawl(project, name)
     assert sorted(report["new"]) == sorted([memo.as_uri(), (root / "open.txt").as_uri()]), report
     indexed = by_url(solr, name)[memo.as_uri()]
@@ -418,7 +418,7 @@ def test_review_a_link_repointed_between_the_listing_and_the_fetch_cannot_make_a
     os.lchown(link, 1002, 2001)
     (root / "open" / "notes.txt.swap").write_text(str(secret))
     name = "share-swap"
-    project.source(name, agent_source("SwappingFilesAgent", root, "*.swap", "max_delete_share = 1.0\n") + "follow_links = true\n")
+    project.source(name, agent_source("swapping_files", root, "*.swap", "max_delete_share = 1.0\n") + "follow_links = true\n")
     crawl(project, name)
     docs = by_url(solr, name)
     assert "salary" in docs[link.as_uri()]["content"]  # read through the link while it pointed there

@@ -68,11 +68,11 @@ class Repository:
         return log.read_text(encoding="utf-8").split() if log.exists() else []
 
 
-def agent_source(project: Project, name: str, repository: Path, agent: str = "JsonRepositoryAgent", **options: object) -> None:
+def agent_source(project: Project, name: str, repository: Path, agent: str = "json_repository", **options: object) -> None:
     table = "".join(f"{key} = {json.dumps(value)}\n" for key, value in options.items())
     project.source(
         name,
-        f'type = "agent"\nagent = "tests.custom_agents.{agent}"\nmax_delete_share = 1.0\n'
+        f'type = "agent"\nagent = "{agent}"\nmax_delete_share = 1.0\n'
         f'attributes = {{ owner = "owner" }}\n[access]\npublic = true\n[agent_options]\npath = "{repository}"\n{table}',
     )
 
@@ -184,7 +184,7 @@ def test_an_incremental_agent_is_asked_for_changes_and_for_what_is_gone(project,
     path = tmp_path / "repository.json"
     documents = text_documents(10, version=1)
     path.write_text(json.dumps(documents), encoding="utf-8")
-    agent_source(project, name, path, agent="IncrementalJsonRepositoryAgent", inline=False)
+    agent_source(project, name, path, agent="incremental_json_repository", inline=False)
     assert project.scrapy("crawl", name).returncode == 0
     assert len(Path(f"{path}.fetched").read_text().split()) == 10
     documents["doc-1"].update(title="Doc 1 again", version=2, modified="2099-01-01T00:00:00+00:00")  # changed after the run
@@ -208,7 +208,7 @@ def test_a_document_that_failed_is_read_again_with_its_fields_by_an_incremental_
     documents = text_documents(5, version=3)
     path.write_text(json.dumps(documents), encoding="utf-8")
     failing.write_text("doc-3\n", encoding="utf-8")
-    agent_source(project, name, path, agent="IncrementalJsonRepositoryAgent", inline=False, failing_keys=str(failing))
+    agent_source(project, name, path, agent="incremental_json_repository", inline=False, failing_keys=str(failing))
     assert project.scrapy("crawl", name).returncode == 0
     assert sorted(indexed(solr, name)) == ["doc-0", "doc-1", "doc-2", "doc-4"]
     failing.unlink()  # the repository answers again; nothing changed in it

@@ -80,7 +80,7 @@ def test_file_seeds_custom_spider_and_preserve_cache(project, tmp_path, solr) ->
         source_text(
             (site_root / "index.html").as_uri(),
             max_depth=2,
-            extra='spider_class = "tests.custom_spiders.TopicsOnlySpider"\npreserve_cache = true\n',
+            extra='spider_class = "topics_only"\npreserve_cache = true\n',
         ),
     )
     result = project.scrapy("crawl", name)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Column, DateTime, Integer, MetaData, Table, Text, create_engine, delete, insert, text, update
 
+from searchcrawl.store.models import searches
 from searchcrawl.store.runs import Runs
 from tests.conftest import Project, solr_docs
 
@@ -240,3 +241,33 @@ def test_rows_without_a_key_or_with_a_repeated_key_are_warned_of_and_counted_in_
     report = json.loads(project.scrapy("report", "keyed", "--json").stdout)
     assert report["skipped"] == 3 and report["counts"]["new"] == 2, report
     assert "skipped: 3" in project.scrapy("report", "keyed").stdout
+
+
+def test_a_database_source_over_the_installations_own_tables_is_refused(offline_project: Project) -> None:
+    """Issue 99 point 5: a source file written by hand over the document table's SQLite file
+    published the searches' log (a searcher's query) as a public document. The crawl refuses it
+    before anything runs, naming the place; the unit tests: tests/config/test_own_places.py."""
+    project = offline_project
+    project.data_dir.mkdir()
+    table = project.table()  # the installation's database, made as a crawl makes it
+    with table.database.engine.begin() as connection:
+        row = {"id": "s1", "at": datetime.now(UTC), "query": "salary of bob", "normalized": "salary of bob"}
+        connection.execute(insert(searches).values(**row, page=1, hits=0, took_ms=3, client="web"))
+    name = "searches-log"
+    project.source(
+        name,
+        'type = "database"\n[access]\npublic = true\n[database]\n'
+        f'url = "sqlite:///{project.data_dir / "documents.sqlite3"}"\nquery = "SELECT id, query FROM searches"\n'
+        'key = "id"\ncontent = ["query"]\n',
+    )
+    done = project.scrapy("crawl", name)
+    assert done.returncode == 2, done.stderr[-3000:]  # a broken source: nothing crawled
+    assert "broken source, nothing crawled" in done.stderr
+    assert "key 'database.url': its SQLite file" in done.stderr and "is the document table's database" in done.stderr
+    assert "salary of bob" not in done.stderr
+    listed = project.scrapy("list")
+    assert listed.returncode == 0 and name not in listed.stdout.split()
+    try:
+        assert Runs(table.database).latest(name) is None  # no run began
+    finally:
+        table.database.close()

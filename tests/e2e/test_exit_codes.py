@@ -135,7 +135,7 @@ def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, se
     (tmp_path / "site").mkdir()
     site = serve(tmp_path / "site")
     name = unique("start-error")
-    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "tests.e2e.test_exit_codes.FailingStartSpider"\n')
+    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "failing_start"\n')
 
     crawl = offline_project.scrapy("crawl", name)
 

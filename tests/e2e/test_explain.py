@@ -78,7 +78,7 @@ def dump(project: Project) -> list[str]:
 
 SOURCE = """seeds = ["http://h.test/", "http://h.test:8080/"]
 max_depth = 2
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 paths = { "*" = { exclude = ["/private/"] } }
 patterns = { exclude_glob = ["*.zip"] }
 [filters.scope]
@@ -350,10 +350,10 @@ def test_a_seed_is_explained_as_the_crawl_requests_it_not_rewritten(offline_proj
     (tmp_path / "site" / "print").mkdir(parents=True)
     site = serve(tmp_path / "site")
     name = unique("seed")
-    offline_project.source(name, f'seeds = ["{site.url}print/a.html"]\nurl_rewriter = "tests.rewriters.strip_session"\n')
+    offline_project.source(name, f'seeds = ["{site.url}print/a.html"]\nurl_rewriter = "strip_session"\n')
 
     out = explain(offline_project, name, f"{site.url}print/a.html")
-    assert "rewriter:      tests.rewriters.strip_session: not applied to a seed" in out, out
+    assert "rewriter:      strip_session: not applied to a seed" in out, out
     assert "depth:         0 (a seed)" in out, out
     assert "EXCLUDED" not in out, out
     link = explain(offline_project, name, f"{site.url}print/b.html")  # the same rule for a link

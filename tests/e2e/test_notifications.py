@@ -383,7 +383,7 @@ def test_a_crawl_that_fails_as_it_starts_is_told_with_its_error_though_its_run_w
     (tmp_path / "site").mkdir()
     site = serve(tmp_path / "site")
     name = f"start-error-{uuid.uuid4().hex[:8]}"
-    spider = "tests.e2e.test_notifications.SecretFailingStartSpider"
+    spider = "secret_failing_start"
     offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "{spider}"\n')
     env = notify_env(mail_server, webhook_receiver, tmp_path, "run_failed,run_ended")
 

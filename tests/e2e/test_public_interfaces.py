@@ -199,7 +199,7 @@ class SlotProbeSpider(SourceSpider):
             self.crawler.stats.max_value("probe/slot_jitter_max", slot.jitter)
 
 
-PROBE = 'spider_class = "tests.e2e.test_public_interfaces.SlotProbeSpider"'
+PROBE = 'spider_class = "slot_probe"'
 
 
 def probed(log: str, name: str) -> float:

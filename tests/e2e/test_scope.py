@@ -79,7 +79,7 @@ def test_rewriter_display_urls_and_robots_meta(project, serve, tmp_path, solr) -
     project.source(
         name,
         f"""seeds = ["{site.url}index.html"]
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 
 [[display_urls]]
 regex = '^http://127\\.0\\.0\\.1:{site.port}/[ab]/'
@@ -143,7 +143,7 @@ def test_explain(project, serve, tmp_path) -> None:
         "explained",
         f"""seeds = ["{site.url}"]
 max_depth = 2
-url_rewriter = "tests.rewriters.strip_session"
+url_rewriter = "strip_session"
 paths = {{ "127.0.0.1" = {{ exclude = ["/internal/"] }} }}
 display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }}]
 """,
@@ -155,7 +155,7 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
         return result.stdout
 
     out = explain(f"{site.url}docs/a.html?sessionid=9")
-    assert f"rewriter:      tests.rewriters.strip_session -> {site.url}docs/a.html" in out
+    assert f"rewriter:      strip_session -> {site.url}docs/a.html" in out
     assert "display URL:   https://www.example.com/docs/a.html" in out
     assert "agent token  searchcrawl; group: User-agent: searchcrawl" in out
     assert "verdict:       CRAWLED" in out

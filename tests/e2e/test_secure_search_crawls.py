@@ -230,7 +230,7 @@ def build_files(root: Path, corpus: Corpus, chooser: random.Random) -> str:
         for entry in entries:
             subprocess.run(["setfacl", "-m", entry, str(path)], check=True)
     return (
-        f'type = "agent"\nagent = "tests.custom_agents.BrokenAclFilesAgent"\nmax_delete_share = 1.0\n'
+        f'type = "agent"\nagent = "broken_acl_files"\nmax_delete_share = 1.0\n'
         f'[agent_options]\nroots = ["{files}"]\nexclude = ["*.broken-acl"]\n'
     )
 

@@ -377,7 +377,7 @@ def test_the_delta_report_calls_redirects_redirected_and_unconvertible_documents
 
 
 def crawl_with_spider(project, serve, tmp_path, spider: str, special: str):
-    """A crawl of a two-page site by ``spider`` (tests/custom_spiders.py), which mistreats the
+    """A crawl of a two-page site by ``spider`` (a registered name of tests/custom_spiders.py), which mistreats the
     page ``special``; returns the site, the source's name and the crawl's result."""
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", [f"/{special}", "/fine.html"]))
@@ -385,7 +385,7 @@ def crawl_with_spider(project, serve, tmp_path, spider: str, special: str):
     write(root / "fine.html", page("fine", "a fine page"))
     site = serve(root)
     name = f"life-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.{spider}"\n')
+    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "{spider}"\n')
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "finished" in project.scrapy("status", name).stdout
@@ -393,7 +393,7 @@ def crawl_with_spider(project, serve, tmp_path, spider: str, special: str):
 
 
 def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(project, serve, tmp_path, solr):
-    site, name, _result = crawl_with_spider(project, serve, tmp_path, "RaisingSpider", "boom.html")
+    site, name, _result = crawl_with_spider(project, serve, tmp_path, "raising", "boom.html")
     row = project.table().get(name, site.url + "boom.html")
     assert row["status"] == Status.PROCESSING_ERROR and "XPath error" in row["reason"]
     assert row["frontier"] == "done"
@@ -404,7 +404,7 @@ def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(projec
 
 
 def test_a_url_whose_outcome_got_lost_gets_a_status_when_the_crawl_finishes(project, serve, tmp_path, solr):
-    site, name, result = crawl_with_spider(project, serve, tmp_path, "LosingSpider", "lost.html")
+    site, name, result = crawl_with_spider(project, serve, tmp_path, "losing", "lost.html")
     assert f"No outcome was recorded for {site.url}lost.html" in result.stderr
     row = project.table().get(name, site.url + "lost.html")
     assert (row["status"], row["frontier"], row["failures"]) == (Status.PROCESSING_ERROR, "done", 1)

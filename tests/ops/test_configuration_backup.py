@@ -327,11 +327,9 @@ def test_a_source_naming_a_file_outside_the_sources_folder_is_refused(tmp_path: 
 
 
 def test_the_plan_shows_the_keys_that_load_code_or_write_files(tmp_path: Path) -> None:
-    text = SEEDS + 'url_rewriter = "tests.rewriters.lowercase"\nlog_file = "/var/log/a.log"\n'
+    text = SEEDS + 'url_rewriter = "strip_session"\nlog_file = "/var/log/a.log"\n'
     plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text}}, trusted=True)
-    assert plan.sources == ["a (web; by hand); url_rewriter = tests.rewriters.lowercase; log_file = /var/log/a.log"], (
-        plan.problems
-    )
+    assert plan.sources == ["a (web; by hand); url_rewriter = strip_session; log_file = /var/log/a.log"], plan.problems
 
 
 # --- issue 91: restore checks each source as the source editor does, and names the secrets they need -------
@@ -342,7 +340,7 @@ def test_the_plan_shows_the_keys_that_load_code_or_write_files(tmp_path: Path) -
     [
         ('type = "files"\n[files]\nroots = ["/etc/ssh"]\n[access]\npublic = true\n', "type, files"),
         ('seeds = ["file:///etc/ssh/"]\n', "seeds: 'file:///etc/ssh/' reads this server's files"),
-        (SEEDS + 'spider_class = "tests.custom_spiders.NotImportedSpider"\n', "spider_class"),
+        (SEEDS + 'spider_class = "raising"\n', "spider_class"),
         (SEEDS + 'log_file = "/etc/cron.d/crawl"\n', "log_file"),
     ],
 )

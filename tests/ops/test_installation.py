@@ -13,7 +13,7 @@ from searchcrawl.ops.installation import FAILING, MISSING, OFF, OK, Finding
 
 REQUIRES = [
     "scrapy==2.19.0",
-    "pylibacl<0.8,>=0.7",
+    "ldap3<3,>=2.9",
     "gssapi<2,>=1.8; extra == 'kerberos'",
     "numpy<3,>=1.26; extra == 'semantic'",
     'wordllama<0.5,>=0.4; extra == "semantic"',
@@ -32,7 +32,7 @@ def versions(**installed: str):  # noqa: ANN201
 
 def test_the_runtime_requirements_leave_out_the_extras_and_other_environments() -> None:
     unmet = installation.unmet_requirements(REQUIRES, None, versions(scrapy="2.19.0"))
-    assert unmet == ["pylibacl"]
+    assert unmet == ["ldap3"]
 
 
 def test_an_extra_is_met_by_its_own_requirements_alone() -> None:
@@ -42,7 +42,7 @@ def test_an_extra_is_met_by_its_own_requirements_alone() -> None:
 
 
 def test_a_version_outside_the_pin_is_unmet() -> None:
-    unmet = installation.unmet_requirements(REQUIRES, None, versions(scrapy="2.18.1", pylibacl="0.7.3"))
+    unmet = installation.unmet_requirements(REQUIRES, None, versions(scrapy="2.18.1", ldap3="2.9.1"))
     assert unmet == ["scrapy 2.18.1 (needs ==2.19.0)"]
 
 

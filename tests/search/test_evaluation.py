@@ -18,6 +18,7 @@ from searchcrawl.search.evaluation import (
     read_run,
     score,
     score_run,
+    silence,
     write_run,
 )
 
@@ -79,6 +80,15 @@ def test_a_query_without_judgments_is_left_out_and_one_without_hits_scores_zero(
     queries = [Q, JudgedQuery("q2", "keyword", "unjudged")]
     scores = score_run(queries, {"q1": {"/a.html": 2}}, {})
     assert [item.query.qid for item in scores] == ["q1"] and scores[0].figures["ndcg@10"] == 0.0
+
+
+def test_silence_is_the_share_of_nonsense_queries_that_found_nothing() -> None:
+    queries = [Q, JudgedQuery("x1", "nonsense", "lasagne recipe"), JudgedQuery("x2", "nonsense", "tyre pressure")]
+    assert silence(queries, {"q1": ["/a.html"], "x1": ["/b.html"], "x2": []}) == 0.5
+    assert silence(queries, {"q1": ["/a.html"]}) == 1.0  # a query the run lacks found nothing
+    assert silence([Q], {"q1": []}) is None  # no nonsense query: no figure, not a perfect one
+    # left out of the figures like any query without judgments
+    assert [item.query.qid for item in score_run(queries, {"q1": {"/a.html": 2}}, {"x1": ["/b.html"]})] == ["q1"]
 
 
 def test_a_run_written_reads_back_in_rank_order() -> None:

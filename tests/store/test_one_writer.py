@@ -337,6 +337,7 @@ connection.execute(text("UPDATE documents SET state = 'removed'"))
 # functions. The exceptions, each with its reason:
 SQL_ELSEWHERE = {
     "searchcrawl/agents/sql.py": "a SQL source's own database, read by its agent: a repository crawled, not the store",
+    "searchcrawl/config/own_places.py": "make_url: a source's database URL compared with the installation's; nothing run",
     "searchcrawl/system/paths.py": "sqlalchemy.engine.make_url: the database URL setting parsed; nothing run",
     "searchcrawl/web/analytics.py": "sqlalchemy.exc.OperationalError: a failed analytics write caught; nothing run",
 }

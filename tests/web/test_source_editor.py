@@ -163,7 +163,7 @@ def test_changes_without_a_database_are_the_diff_alone(folder: SourceFolder) -> 
     "added",
     [
         'url_rewriter = "os.system"',
-        'spider_class = "tests.custom_spiders.Anything"',
+        'spider_class = "topics_only"',
         'log_file = "/etc/cron.d/x"',
         'temp_dir = "/root"',
         "processes = 500",

@@ -52,7 +52,7 @@ def repository(tmp_path: Path) -> Path:
 @pytest.fixture
 def handler(tmp_path: Path, repository: Path) -> Any:
     source = (
-        'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n'
+        'type = "agent"\nagent = "json_repository"\n'
         'fetch_origins = ["https://files.test"]\n'
         f"[agent_options]\npath = {json.dumps(str(repository))}\ninline = false\n"
         f"failing_keys = {json.dumps(str(repository) + '.failing')}\n"
