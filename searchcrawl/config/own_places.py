@@ -26,7 +26,7 @@ from scrapy.settings import BaseSettings
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from searchcrawl.config.source import Source, SourceError
+from searchcrawl.config.source import Source, SourceError, agent_table
 from searchcrawl.system import paths, secrets
 
 # the default port of each server a SQLAlchemy URL may name without one
@@ -153,7 +153,7 @@ def check_own_places(source: Source, own: OwnPlaces) -> None:
     refused = options_refusal(source.agent_options, own)
     if refused is not None:
         key, why = refused
-        table = "agent_options" if source.settings.type == "agent" else source.settings.type
+        table = agent_table(source.settings.type)
         raise SourceError(f"{source.origin}: key '{table}.{key}': {why}: a source never reads the installation's own data")
 
 

@@ -574,7 +574,7 @@ class SourceSettings(ScopeRules):
         }
         for kind, table in tables.items():
             if table is not None and kind != self.type:
-                name = "agent_options" if kind == "agent" else kind
+                name = agent_table(kind)
                 raise ValueError(f"[{name}] belongs to a source with type = {kind!r}, this one has type = {self.type!r}")
         if self.type == "agent" and not self.agent:
             registered = ", ".join(AGENTS.names()) or "none"
@@ -870,6 +870,12 @@ def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type
         )
 
 
+def agent_table(kind: str) -> str:
+    """The table of a source's agent options: the type's own (``[files]``), ``[agent_options]`` for
+    ``type = "agent"``."""
+    return "agent_options" if kind == "agent" else kind
+
+
 def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseModel]:
     """The agent class of a source that is not web sites, and its options validated by the
     class's own ``Options`` model (errors named as keys of the type's table)."""
@@ -879,7 +885,7 @@ def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseM
         agent_class: type[Agent] = kind.load(name, Agent)
     except ImplementationError as exc:
         raise SourceError(f"{origin}: key '{exc.key}': {exc}") from None
-    table = "agent_options" if settings.type == "agent" else settings.type
+    table = agent_table(settings.type)
     try:
         options = agent_class.Options.model_validate(getattr(settings, table) or {})
     except ValidationError as exc:
