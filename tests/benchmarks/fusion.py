@@ -59,6 +59,7 @@ class KeptSet:
         """qid -> hit URLs: the words and the kNN list above the model's floor, fused with the kNN
         list weighed ``weight(query)``."""
         floor, lists, urls = self.kept["floors"][model], self.kept["lists"][model], self.kept["urls"]
+        floor = 0.0 if floor is None else floor  # a model with no calibrated floor yet: every kNN hit counts
         ranked = {}
         for query in self.queries:
             kept = lists[query.qid]

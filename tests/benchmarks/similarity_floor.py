@@ -78,7 +78,7 @@ TOP_K = 300
 
 def best_scores(index: TrimmedIndex, model: SemanticModel, text: str, source: str) -> list[tuple[str, float]]:
     """(document id, its best passage's score) of the kNN query's top k, no floor, best first."""
-    vector = model.embedder.embed([text])[0]
+    vector = model.embedder.embed_queries([text])[0]
     found = index.nearest(
         model.field,
         [float(value) for value in vector],

@@ -65,6 +65,9 @@ class Counting:
         self.texts.extend(texts)
         return self.inner.embed(texts)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
 
 def paragraph(topic: str, n: int) -> str:
     return " ".join(f"{topic} sentence number {i} talks about {topic} at some length." for i in range(n))
@@ -235,7 +238,7 @@ def test_a_searcher_who_may_read_one_percent_gets_a_full_page_of_semantic_hits(s
         "{!knn f="
         + field_name(wordllama.model_id, 256)
         + " topK=10}"
-        + json.dumps([float(v) for v in wordllama.embed(["spending money finances"])[0]], separators=(",", ":")),
+        + json.dumps([float(v) for v in wordllama.embed_queries(["spending money finances"])[0]], separators=(",", ":")),
         defType="lucene",
         fq=["doc_type:passage", f"{{!term f=source}}{source}"],
         fl="parent_id",

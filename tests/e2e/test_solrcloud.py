@@ -376,7 +376,7 @@ def test_semantic_passages_lie_with_their_documents_and_the_top_k_is_cut_after_m
         for doc in client.search("*:*", fq="-doc_type:passage", fl="id", rows=1000, shards=shard):
             assert placed.get(doc["id"], {shard}) == {shard}  # with their document
     assert len(placed) == len(sources) * 6 and all(len(shards) == 1 for shards in placed.values())
-    vector = [float(value) for value in model.embed(["how long to cook spaghetti"])[0]]
+    vector = [float(value) for value in model.embed_queries(["how long to cook spaghetti"])[0]]
     trimmed = TrimmedIndex(SolrIndex(urls[0]), Principals.anonymous())
     merged = trimmed.nearest(field, vector, 5, {"rows": 5, "fl": "id,parent_id,score"})
     per_shard = [

