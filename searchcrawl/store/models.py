@@ -115,6 +115,9 @@ documents = Table(
     Column("cached_by", String(40)),  # the document cache holding it (DocumentCache.id)
     # who may read it, as indexed: Access.to_data() JSON, origins included (searchcrawl/access/)
     Column("access", Text),
+    # the anchors that count for it changed since its field was last set (a count: each change adds
+    # one; NULL when none is due): the push sets its field in Solr (store/anchors.py, index/push.py)
+    Column("anchors_due", Integer),
     UniqueConstraint("source", "url_hash", name="uq_documents_source_url_hash"),
     Index("ix_documents_source_state", "source", "state"),
     Index("ix_documents_source_display_url", "source", "display_url"),
@@ -122,6 +125,23 @@ documents = Table(
     Index("ix_documents_delta", "source", "delta_run", "delta"),
     Index("ix_documents_duplicate_of", "duplicate_of"),  # long URLs: a hash on PostgreSQL (POSTGRESQL_OPTIONS)
     Index("ix_documents_source_id", "source", "id"),  # a source's rows by id: the maintenance plan's batches
+    Index("ix_documents_anchors_due", "source", "anchors_due"),  # the documents whose anchor field is due
+)
+
+# The words of the links of each page of a source in the index (content/anchors.py): a row per
+# (page, target, text), keyed by the URLs' hashes (the documents' ``url_hash``; the target may have
+# no row yet). Replaced whole when the page is parsed, gone when it leaves the index: written by the
+# Ledger (store/anchors.py) alone, with the page's outcome.
+anchors = Table(
+    "anchors",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(200), nullable=False),
+    Column("page_hash", String(64), nullable=False),  # the linking page's url_hash
+    Column("target_hash", String(64), nullable=False),  # the linked page's url_hash
+    Column("text", Text, nullable=False),
+    Index("ix_anchors_page", "source", "page_hash"),
+    Index("ix_anchors_target", "source", "target_hash"),
 )
 
 # The frontier: one row per URL of a source queued in a run (the run that last queued it), keyed by

@@ -28,6 +28,12 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
     test_run_and_frontier_states_are_stored_as_their_values,
     test_two_nodes_queueing_overlapping_links_at_once_queue_each_once_and_lose_none,
 )
+from tests.store.test_anchors import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
+    test_a_change_of_a_pages_readers_marks_every_target_due,
+    test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due,
+    test_a_target_is_unmarked_only_at_the_count_its_field_was_set_for,
+    test_only_pages_in_the_index_give_anchors,
+)
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access
 from tests.store.test_relevance_rules import check_migration_0022, check_rules_are_kept
