@@ -58,8 +58,13 @@ Anchor = tuple[str, str]  # (the target's canonical URL, the link's words)
 def anchor_text(element: Any) -> str:
     """A link's words: its visible text (an image link's ``alt`` texts when it has none), then its
     ``title`` when that says something more; on one line, cleaned, at most ``MAX_ANCHOR_CHARS``."""
-    parts = [visible_text(element)] if element.tag in ("a", XHTML + "a") else []
-    if not parts or not parts[0]:
+    if element.tag not in ("a", XHTML + "a"):
+        parts = []
+    elif len(element):  # words in elements of its own: joined as a reader sees them
+        parts = [visible_text(element)]
+    else:  # most links: their text alone
+        parts = [element.text or ""]
+    if not parts or not parts[0].strip():
         parts = [str(image.get("alt") or "") for image in element.iter("img", XHTML + "img")]
         if element.tag in ("area", XHTML + "area"):
             parts.append(str(element.get("alt") or ""))
@@ -90,7 +95,7 @@ def page_anchors(root: Any, page_url: str, target: Callable[[str], str | None]) 
     bounded (the module's docstring). ``target`` gives the canonical URL a link's ``href`` names
     as the document table keys it (resolved against the page, rewritten as the crawl rewrites
     links), or None."""
-    excluded = set(_EXCLUDED_LINKS(root)) if root.find(f".//*[@{EXCLUDE_ATTRIBUTE}]") is not None else set()
+    excluded = set(_EXCLUDED_LINKS(root))  # libxml2's XPath: no element of the page made a Python object
     found: dict[Anchor, None] = {}
     texts_of: dict[str, set[str]] = {}
     for read, element in enumerate(root.iter(*ANCHOR_TAGS)):
@@ -99,11 +104,11 @@ def page_anchors(root: Any, page_url: str, target: Callable[[str], str | None]) 
         href = counted_link(element)
         if href is None or element in excluded:
             continue
-        text = anchor_text(element)
-        if not text:
-            continue
         url = target(href)
         if url is None or url == page_url:
+            continue
+        text = anchor_text(element)
+        if not text:
             continue
         texts = texts_of.setdefault(url, set())
         folded = text.casefold()

@@ -24,6 +24,7 @@ from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, batches
 from searchcrawl.rules.lifecycle import State
+from searchcrawl.store.anchors import IN_SOLR
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.ledger import Ledger
 
@@ -203,7 +204,8 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
     not given words counted for its old ones (Solr refuses, 409: it stays due, for the next push).
     A field already as computed is left alone. A document is unmarked at the count read before
     its anchors were: a change meanwhile keeps it due. A pending one waits for its push (which
-    computes its field) and is set after it; one out of the index, or not in Solr, is unmarked."""
+    computes its field) and is set after it; one the mass-deletion guard holds in Solr is set as
+    an indexed one is; one out of the index, or not in Solr, is unmarked."""
     source, table = ledger.source, ledger.table
     after = updated = 0
     while not should_stop():
@@ -211,8 +213,8 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
         if not due:
             break
         after = due[-1].id
-        done = [(row.url, row.anchors_due) for row in due if row.state not in (State.PENDING, State.INDEXED)]
-        held = [row for row in due if row.state == State.INDEXED]
+        done = [(row.url, row.anchors_due) for row in due if row.state not in IN_SOLR]
+        held = [row for row in due if row.state in IN_SOLR and row.state != State.PENDING]
         stored = index.latest([solr_id(source, row.url) for row in held], LATEST_FIELDS)
         found = table.anchor_candidates(source, [row.url for row in held])
         updates = []

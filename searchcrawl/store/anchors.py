@@ -19,11 +19,14 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, select, update
 
+from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.columns import IN_INDEX, each_key, one_of
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import anchors, documents
 
 AnchorKey = tuple[str, str]  # (the target's url_hash, the text)
+# the states of a document Solr may hold: in the index, or held there by the mass-deletion guard
+IN_SOLR = (*IN_INDEX, State.REMOVING.value)
 
 
 def read_page(database: Database, connection: Connection, source: str, page_hash: str) -> set[AnchorKey]:
@@ -52,8 +55,9 @@ def replace_page(database: Database, connection: Connection, source: str, page_h
 
 
 def mark_due(database: Database, connection: Connection, source: str, targets: Iterable[str]) -> None:
-    """The documents of these target hashes that are in the index (pending or indexed) are due:
-    their count goes up by one (a document not in the index gets its field when it is pushed)."""
+    """The documents of these target hashes that Solr may hold (pending, indexed, or removing:
+    held by the mass-deletion guard) are due: their count goes up by one (a document not in the
+    index gets its field when it is pushed)."""
     keys = [{"b_source": source, "b_url_hash": target} for target in sorted(set(targets))]
     if not keys:
         return
@@ -64,7 +68,7 @@ def mark_due(database: Database, connection: Connection, source: str, targets: I
             .where(
                 documents.c.source == bindparam("b_source"),
                 documents.c.url_hash == bindparam("b_url_hash"),
-                one_of(documents.c.state, IN_INDEX),
+                one_of(documents.c.state, IN_SOLR),
             )
             .values(anchors_due=func.coalesce(documents.c.anchors_due, 0) + 1)
         ),

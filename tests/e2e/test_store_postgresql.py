@@ -17,6 +17,12 @@ from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import RunState, documents
 from searchcrawl.store.runs import Runs
 from tests.benchmarks.plan import fill
+from tests.store.test_anchors import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
+    test_a_change_of_a_pages_readers_marks_every_target_due,
+    test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due,
+    test_a_target_is_unmarked_only_at_the_count_its_field_was_set_for,
+    test_only_pages_in_the_index_give_anchors,
+)
 from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
     exercise,
     test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked,
@@ -27,12 +33,6 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
     test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice,
     test_run_and_frontier_states_are_stored_as_their_values,
     test_two_nodes_queueing_overlapping_links_at_once_queue_each_once_and_lose_none,
-)
-from tests.store.test_anchors import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
-    test_a_change_of_a_pages_readers_marks_every_target_due,
-    test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due,
-    test_a_target_is_unmarked_only_at_the_count_its_field_was_set_for,
-    test_only_pages_in_the_index_give_anchors,
 )
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access

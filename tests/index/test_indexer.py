@@ -264,3 +264,19 @@ def test_a_pending_document_waits_for_its_push_and_one_out_of_the_index_is_unmar
     ledger.record(target, Outcome(Event.GONE, 404, "gone"))
     assert set_anchors(ledger, index, 50) == 0 and ledger.table.anchors_due("s") == []  # type: ignore[arg-type]
     assert index.updates == []
+
+
+def test_a_document_held_in_solr_by_the_deletion_guard_has_its_field_set_too(tmp_path) -> None:
+    """A document that must leave but stays searchable (``removing``: the mass-deletion guard held
+    it) keeps a field that follows the pages linking it, as an indexed one does."""
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    target, page = "http://s.test/q.html", "http://s.test/p.html"
+    cache_with_access(cache, ledger, target, PUBLIC_ACCESS)
+    cache_with_access(cache, ledger, page, PUBLIC_ACCESS, ((target, "old words"),))
+    pusher.push_once()
+    ledger.record(target, Outcome(Event.GONE, 404, "gone"))  # to leave; held there by the guard
+    index.stored = {solr_id("s", target): {"id": solr_id("s", target), "_version_": 3, "anchor": ["old words"]}}
+    ledger.record(page, Outcome(Event.UNCHANGED, 200, anchors=((target, "new words"),)))
+    assert [row.state for row in ledger.table.anchors_due("s")] == ["removing"]
+    assert pusher.push_once().anchors == 1
+    assert index.updates == [{"id": solr_id("s", target), "_version_": 3, "anchor": {"set": ["new words"]}}]
