@@ -202,8 +202,8 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
     readers Solr holds it with now, read together with its version (real-time get), and set on the
     condition of that version: a document pushed again meanwhile, perhaps with other readers, is
     not given words counted for its old ones (Solr refuses, 409: it stays due, for the next push).
-    A field already as computed is left alone. A document is unmarked at the count read before
-    its anchors were: a change meanwhile keeps it due. A pending one waits for its push (which
+    A field already as computed is left alone. The marks read, before its anchors were, go: a
+    change meanwhile adds a mark, which keeps it due. A pending one waits for its push (which
     computes its field) and is set after it; one the mass-deletion guard holds in Solr is set as
     an indexed one is; one out of the index, or not in Solr, is unmarked."""
     source, table = ledger.source, ledger.table
@@ -212,18 +212,18 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
         due = table.anchors_due(source, after, max_docs)
         if not due:
             break
-        after = due[-1].id
-        done = [(row.url, row.anchors_due) for row in due if row.state not in IN_SOLR]
-        held = [row for row in due if row.state in IN_SOLR and row.state != State.PENDING]
-        stored = index.latest([solr_id(source, row.url) for row in held], LATEST_FIELDS)
-        found = table.anchor_candidates(source, [row.url for row in held])
+        after = max(mark for row in due for mark in row.marks)
+        done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
+        held = [(row, row.url) for row in due if row.url is not None and row.state in IN_SOLR and row.state != State.PENDING]
+        stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
+        found = table.anchor_candidates(source, [url for _row, url in held])
         updates = []
-        for row in held:
-            document = stored.get(solr_id(source, row.url))
-            done.append((row.url, row.anchors_due))
+        for row, url in held:
+            document = stored.get(solr_id(source, url))
+            done.extend(row.marks)
             if document is None:
                 continue  # not in Solr: the push that puts it there computes its field
-            field = anchor_field(found.get(row.url, ()), partial(access_fields, document))  # its readers as Solr holds it
+            field = anchor_field(found.get(url, ()), partial(access_fields, document))  # its readers as Solr holds it
             if field != list(document.get(ANCHOR_FIELD) or []):
                 updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": field or None}})
         try:

@@ -197,9 +197,10 @@ class DocumentTable:
             )
             return [url for (url,) in rows]
 
-    def anchors_due(self, source: str, after: int = 0, limit: int = 500) -> list[Any]:
-        """The source's documents whose anchor field is due (store/anchors.py), by id after
-        ``after``: id, url, state and ``anchors_due`` (the count the push unmarks them at)."""
+    def anchors_due(self, source: str, after: int = 0, limit: int = 500) -> list[anchors.DueDocument]:
+        """The source's documents whose anchor field is due (store/anchors.py), from their marks
+        after mark ``after`` (``limit`` marks at most): url, url_hash, state and the ``marks`` read,
+        which the push deletes once it set the field."""
         return anchors.due_documents(self.database, source, after, limit)
 
     def anchor_candidates(self, source: str, urls: Sequence[str]) -> dict[str, list[tuple[str, str, str | None]]]:

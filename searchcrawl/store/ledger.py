@@ -366,12 +366,13 @@ class Ledger:
         if given is None and before == after and not readers:
             return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
         database, page = self.table.database, url_hash(url)
-        old = anchors.read_page(database, connection, self.source, page) if current is not None else set()
+        # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
+        old = anchors.read_page(database, connection, self.source, page) if before else set()
         new = {(url_hash(target), text) for target, text in given} if given is not None and after else set()
         if given is None and after:
             new = old
         if new != old:
-            anchors.replace_page(database, connection, self.source, page, new)
+            anchors.replace_page(database, connection, self.source, page, new, had=bool(old))
         if not (before or after):
             return
         everything = before != after or (readers and outcome.columns["access"] != current.access)
@@ -576,11 +577,11 @@ class Ledger:
                 continue
             self.record(url, Outcome(Event.REFUSED, int(Status.SOLR_REFUSED), f"refused by Solr: {reason}"))
 
-    def mark_anchors_set(self, done: Sequence[tuple[str, int]]) -> None:
-        """The push set these (url, due count) documents' anchor field as their anchors stood
-        when the count was read: no longer due, unless a change came since (store/anchors.py)."""
-        keyed = [(url_hash(url), due) for url, due in done]
-        self.table.database.transaction(lambda connection: anchors.clear_due(self.table.database, connection, self.source, keyed))
+    def mark_anchors_set(self, marks: Sequence[int]) -> None:
+        """The push set the anchor field of the documents of these marks (``DocumentTable.anchors_due``)
+        as their anchors stood after the marks were read: the marks go; one added since stays,
+        for the next push (store/anchors.py)."""
+        self.table.database.transaction(lambda connection: anchors.clear_due(self.table.database, connection, marks))
 
     def mark_removed(self, urls: Sequence[str]) -> None:
         """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""

@@ -115,9 +115,6 @@ documents = Table(
     Column("cached_by", String(40)),  # the document cache holding it (DocumentCache.id)
     # who may read it, as indexed: Access.to_data() JSON, origins included (searchcrawl/access/)
     Column("access", Text),
-    # the anchors that count for it changed since its field was last set (a count: each change adds
-    # one; NULL when none is due): the push sets its field in Solr (store/anchors.py, index/push.py)
-    Column("anchors_due", Integer),
     UniqueConstraint("source", "url_hash", name="uq_documents_source_url_hash"),
     Index("ix_documents_source_state", "source", "state"),
     Index("ix_documents_source_display_url", "source", "display_url"),
@@ -125,7 +122,6 @@ documents = Table(
     Index("ix_documents_delta", "source", "delta_run", "delta"),
     Index("ix_documents_duplicate_of", "duplicate_of"),  # long URLs: a hash on PostgreSQL (POSTGRESQL_OPTIONS)
     Index("ix_documents_source_id", "source", "id"),  # a source's rows by id: the maintenance plan's batches
-    Index("ix_documents_anchors_due", "source", "anchors_due"),  # the documents whose anchor field is due
 )
 
 # The words of the links of each page of a source in the index (content/anchors.py): a row per
@@ -142,6 +138,20 @@ anchors = Table(
     Column("text", Text, nullable=False),
     Index("ix_anchors_page", "source", "page_hash"),
     Index("ix_anchors_target", "source", "target_hash"),
+)
+
+# The documents whose anchor field is due to be set in Solr: a row each time the anchors that
+# count for one may have changed, appended with the linking page's outcome (never updated: two
+# nodes' outcomes never wait on each other's marks), deleted by the push once the field is set,
+# up to the mark it read. Written by the Ledger (store/anchors.py) alone.
+anchor_marks = Table(
+    "anchor_marks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(200), nullable=False),
+    Column("target_hash", String(64), nullable=False),  # the document's url_hash
+    Index("ix_anchor_marks_source_id", "source", "id"),
+    Index("ix_anchor_marks_target", "source", "target_hash"),
 )
 
 # The frontier: one row per URL of a source queued in a run (the run that last queued it), keyed by

@@ -154,8 +154,13 @@ def sql_writes(tree: ast.AST) -> list[str]:
 # The tables split off the documents (issue 54 point 3, migration 0012) have one owner each: the
 # frontier table is written by store/frontier.py alone (the Ledger finishes a URL's entry and queues
 # it again through frontier.py's ``place`` and ``queue_documents``), the redirects table by
-# store/redirects.py alone, the anchors table (issue 100) by store/anchors.py alone.
-SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "redirects.py", "anchors": STORES / "anchors.py"}
+# store/redirects.py alone, the anchors and anchor_marks tables (issue 100) by store/anchors.py alone.
+SPLIT_OWNERS = {
+    "frontier": STORES / "frontier.py",
+    "redirects": STORES / "redirects.py",
+    "anchors": STORES / "anchors.py",
+    "anchor_marks": STORES / "anchors.py",
+}
 FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger
 MIGRATIONS = STORES / "migrations"
 # The SQL of the Ledger's writes, each in the store module that holds it: called by the Ledger
@@ -184,7 +189,6 @@ DOCUMENT_WRITERS = {
     STORES / "records.py": "a URL's row, as the Ledger decided it",
     STORES / "duplicates.py": "the duplicates of a document that left, released (the Ledger's _make_way)",
     STORES / "frontier.py": "Frontier.add: a URL new to the table gets its row (queued), in the statement of its entry",
-    STORES / "anchors.py": "the documents whose anchor field is due, marked with a linking page's change and unmarked once set",
 }
 
 

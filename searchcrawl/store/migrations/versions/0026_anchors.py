@@ -1,6 +1,6 @@
-"""``anchors``: the words of each indexed page's links, by linking page and target (issue 100,
-anchor text: content/anchors.py, store/anchors.py); ``documents.anchors_due``: a document whose
-anchor field is to be set in Solr.
+"""``anchors``: the words of each indexed page's links, by linking page and target, and
+``anchor_marks``: the documents whose anchor field is due to be set in Solr (issue 100, anchor
+text: content/anchors.py, store/anchors.py).
 
 Revision ID: 0026
 Revises: 0025
@@ -27,15 +27,20 @@ def upgrade() -> None:
     )
     op.create_index("ix_anchors_page", "anchors", ["source", "page_hash"])
     op.create_index("ix_anchors_target", "anchors", ["source", "target_hash"])
-    with op.batch_alter_table("documents") as batch:
-        batch.add_column(sa.Column("anchors_due", sa.Integer))
-    op.create_index("ix_documents_anchors_due", "documents", ["source", "anchors_due"])
+    op.create_table(
+        "anchor_marks",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("source", sa.String(200), nullable=False),
+        sa.Column("target_hash", sa.String(64), nullable=False),
+    )
+    op.create_index("ix_anchor_marks_source_id", "anchor_marks", ["source", "id"])
+    op.create_index("ix_anchor_marks_target", "anchor_marks", ["source", "target_hash"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_documents_anchors_due", table_name="documents")
-    with op.batch_alter_table("documents") as batch:
-        batch.drop_column("anchors_due")
+    op.drop_index("ix_anchor_marks_target", table_name="anchor_marks")
+    op.drop_index("ix_anchor_marks_source_id", table_name="anchor_marks")
+    op.drop_table("anchor_marks")
     op.drop_index("ix_anchors_target", table_name="anchors")
     op.drop_index("ix_anchors_page", table_name="anchors")
     op.drop_table("anchors")
