@@ -24,7 +24,7 @@ from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, batches
 from searchcrawl.rules.lifecycle import State
-from searchcrawl.store.anchors import IN_SOLR
+from searchcrawl.store.anchors import IN_SOLR, DueDocument
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.ledger import Ledger
 
@@ -213,19 +213,7 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
         if not due:
             break
         after = max(mark for row in due for mark in row.marks)
-        done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
-        held = [(row, row.url) for row in due if row.url is not None and row.state in IN_SOLR and row.state != State.PENDING]
-        stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
-        found = table.anchor_candidates(source, [url for _row, url in held])
-        updates = []
-        for row, url in held:
-            document = stored.get(solr_id(source, url))
-            done.extend(row.marks)
-            if document is None:
-                continue  # not in Solr: the push that puts it there computes its field
-            field = anchor_field(found.get(url, ()), partial(access_fields, document))  # its readers as Solr holds it
-            if field != list(document.get(ANCHOR_FIELD) or []):
-                updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": field or None}})
+        updates, done = _anchor_updates(source, table, index, due)
         try:
             if updates:
                 index.update_versions(updates)
@@ -363,6 +351,28 @@ class BatchPush:
                 return False
             self.indexed(part)
         return True
+
+
+def _anchor_updates(
+    source: str, table: DocumentTable, index: SolrIndex, due: list[DueDocument]
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """One batch of ``set_anchors``: the conditional atomic updates of the documents whose field
+    is not what counts now for the readers Solr holds them with, and the marks done with (those of
+    every document but the pending ones, which wait for their push)."""
+    done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
+    held = [(row, row.url) for row in due if row.url is not None and row.state in IN_SOLR and row.state != State.PENDING]
+    stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
+    found = table.anchor_candidates(source, [url for _row, url in held])
+    updates = []
+    for row, url in held:
+        done.extend(row.marks)
+        document = stored.get(solr_id(source, url))
+        if document is None:
+            continue  # not in Solr: the push that puts it there computes its field
+        field = anchor_field(found.get(url, ()), partial(access_fields, document))  # its readers as Solr holds it
+        if field != list(document.get(ANCHOR_FIELD) or []):
+            updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": field or None}})
+    return updates, done
 
 
 def _failed_for_the_request(sent: Future[None]) -> bool:
