@@ -32,16 +32,14 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
     # the converted document and the access become the Solr document (checksum, text digest, access fields)
     ("checksum.ChecksumPipeline", {"access_update", "converted", "access"}, {"fields"}),
     # the Solr document's checksum against what the index holds: unchanged and duplicates leave here
-    # (an unchanged page with the spider's anchors: its links may have changed without its text)
     (
         "changes.ChangePipeline",
-        {"access_update", "fields", "previous", "headers", "record", "url", "source", "canonical_url", "depth", "anchors"},
+        {"access_update", "fields", "previous", "headers", "record", "url", "source", "canonical_url", "depth"},
         set(),
     ),
     # after the change check: an unchanged page or a duplicate never needs its language detected
     ("language.LanguagePipeline", {"converted", "fields"}, {"fields[language]"}),
     # the Solr document cached under the converted document's display URL, its row marked pending
-    # with the spider's anchors (content/anchors.py)
     (
         "cache_writer.CachePipeline",
         {
@@ -56,7 +54,6 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
             "source",
             "canonical_url",
             "depth",
-            "anchors",
         },
         set(),
     ),
