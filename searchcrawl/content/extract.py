@@ -128,7 +128,7 @@ def body_of(root: Any) -> Any:
     return body if body is not None else root
 
 
-def html_attributes(root: Any, headers: dict[str, str], text: Callable[[Any], str] = visible_text) -> dict[str, Any]:
+def html_attributes(root: Any, headers: Mapping[str, str], text: Callable[[Any], str] = visible_text) -> dict[str, Any]:
     """Search attributes of an HTML page, from its parsed tree (lxml) and its response headers;
     ``text`` reads the body's text (a source's content regions: content/regions.py)."""
     tags = meta_tags(root)
@@ -297,7 +297,7 @@ def decode_path(raw: bytes) -> str:
     return "/".join(decode_name(part) for part in raw.split(b"/"))
 
 
-def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:
+def text_attributes(text: str, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
     """Search attributes of a plain-text document: its file name stands in for a title."""
     name = file_name(url) or url
     language = _clean(headers.get("content-language"))
@@ -340,7 +340,7 @@ def solr_id(source: str, url: str) -> str:
     return f"{source}!{url}"
 
 
-def solr_document(source: str, url: str, attributes: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+def solr_document(source: str, url: str, attributes: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
     """The Solr document for one page: identity fields, header fields, then its attributes."""
     document: dict[str, Any] = {
         "id": solr_id(source, url),

@@ -35,7 +35,7 @@ from searchcrawl.config.source import SourceError
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
 from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import PREVIOUS, REFERENCE, WAKE
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware, own_service_refusal
@@ -300,9 +300,10 @@ class AgentSpider(SourceSpider):
         links to follow."""
         previous = response.meta.get(PREVIOUS)
         if mimetype_of(headers.get("content-type")) == "text/plain":
-            item = CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
+            fetched = Fetched(headers, text=response.text)
         else:
-            item = CrawledDocument(self.source.name, response.url, depth, headers, tree=response.selector.root, previous=previous)
+            fetched = Fetched(headers, tree=response.selector.root)
+        item = CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous)
         yield self.with_reference(item, response)
 
     def document(

@@ -1,8 +1,9 @@
 """Items that flow from the source spider through the pipelines.
 
 The order of ``ITEM_PIPELINES`` is a contract: each stage reads what the spider or an earlier
-stage gave the item, and adds its own result. What each reads and gives is stated once, in
-tests/crawl/pipelines/test_stages.py, and read there from the pipelines' code."""
+stage gave the item, and gives it a result of its own, a frozen value no later stage writes
+into (a stage that adds to one builds a new one from it). What each reads and gives is stated
+once, in tests/crawl/pipelines/test_stages.py, and read there from the pipelines' code."""
 
 from __future__ import annotations
 
@@ -15,7 +16,44 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.content.regions import RegionText
 
 
-@dataclass(frozen=True)
+def frozen_fields(fields: Mapping[str, Any], **more: Any) -> Mapping[str, Any]:
+    """A read-only Solr document of its own: ``fields`` with ``more`` (a new key, or a new value),
+    in one shallow copy (its texts are shared, not copied). A stage adds to an earlier one's
+    document by building a new one with this, never by writing into it."""
+    return MappingProxyType({**fields, **more})
+
+
+NO_FIELDS: Mapping[str, Any] = frozen_fields({})
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What the spider fetched of a document, one value no stage writes into: its response's
+    headers and its content, which is one of a parsed HTML ``tree`` (shared with the link
+    extraction, so that a page is parsed once; it never leaves the process) with its text by
+    the source's regions when the spider read it already (``region_text``), a plain ``text``, or
+    a ``body`` to convert (PDF, office, ...; or the raw body for checksum_of = "raw"). The
+    attributes stage reads it and keeps its headers alone (``read``)."""
+
+    headers: Mapping[str, str]
+    tree: Any | None = None
+    region_text: RegionText | None = None
+    text: str | None = None
+    body: bytes | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))  # read-only, a copy of its own
+
+    def read(self) -> Fetched:
+        """This fetch once its content is read: its headers alone (what the change check reads),
+        its content let go (a tree, a text or a file's bytes can be large)."""
+        return Fetched(self.headers)
+
+
+NOTHING_FETCHED = Fetched({})  # an item without a content (an access update, a 304)
+
+
+@dataclass(frozen=True, slots=True)
 class ConvertedDocument:
     """What the attributes stage (AttributesPipeline) made of a fetched document, read and never
     changed by the stages after it: the Solr document of its attributes (display URL included),
@@ -30,30 +68,27 @@ class ConvertedDocument:
     detect_language: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))  # read-only, a copy of its own
+        object.__setattr__(self, "fields", frozen_fields(self.fields))  # read-only, a copy of its own
 
 
-@dataclass
+@dataclass(slots=True)
 class CrawledDocument:
-    """A fetched document on its way to the index.
+    """A fetched document on its way to the index: each stage's result, given once.
 
-    The spider fills what it saw on the wire; the attributes stage gives it ``converted`` (a
-    frozen ConvertedDocument), the checksum stage its Solr document ``fields`` (the converted
-    fields with the checksum and access), which the language stage completes and the cache
-    writer caches. ``tree`` is the parsed HTML, shared with the link extraction so that a page is
-    parsed once; it never leaves the process.
+    The spider gives it what it ``fetched`` (a frozen Fetched), the attributes stage ``converted``
+    (a frozen ConvertedDocument), the checksum stage its Solr document ``fields`` (the converted
+    fields with the checksum and access, read-only), of which the language stage builds a new
+    one with the detected language, which the cache writer caches. ``slots``: a misspelt
+    attribute is an error, not a new one.
     """
 
     source: str
     url: str
     depth: int
-    headers: dict[str, str]
-    tree: Any | None = None
-    region_text: RegionText | None = None  # the tree's text by the source's regions, when the spider read it already
-    text: str | None = None
-    body: bytes | None = None  # a document to convert (PDF, office, ...), or the raw body for checksum_of = "raw"
+    fetched: Fetched = NOTHING_FETCHED
     converted: ConvertedDocument | None = None  # the attributes stage's result
-    fields: dict[str, Any] = field(default_factory=dict)  # the Solr document (or an access update's)
+    # the Solr document (or an access update's), read-only (``frozen_fields``)
+    fields: Mapping[str, Any] = field(default_factory=lambda: NO_FIELDS)
     previous: dict[str, Any] | None = None  # what the index holds for this URL (maintenance crawls)
     canonical_url: str | None = None  # the page's rel=canonical target
     # What the fetch learned (content type and length, validators, how it was fetched, the
@@ -71,3 +106,7 @@ class CrawledDocument:
     # only its access changed (a 304, its content not read again): ``fields`` is a Solr atomic
     # update of the access fields, which the pipelines before the cache pass through as it is
     access_update: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fields is not NO_FIELDS:
+            self.fields = frozen_fields(self.fields)  # the spider's (an access update's): read-only, its own

@@ -33,7 +33,7 @@ from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.content.soft_errors import Page, SoftError, SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.extensions.stores import tika_configured
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
     DEPTH,
@@ -375,7 +375,6 @@ class SourceSpider(Spider):
             self.source.name,
             url,
             depth,
-            {},
             fields=fields,
             previous=previous,
             record={"via": via},
@@ -459,8 +458,9 @@ class SourceSpider(Spider):
                 documents += 1
                 if not indexed:  # result-filtered: links only
                     continue
-                if page is not None and page.text_read and output.tree is page.root and isinstance(page.read, RegionText):
-                    output.region_text = page.read  # read once: the attributes pipeline takes it
+                fetched = output.fetched
+                if page is not None and page.text_read and fetched.tree is page.root and isinstance(page.read, RegionText):
+                    output.fetched = replace(fetched, region_text=page.read)  # read once: the attributes pipeline takes it
                 output.record, output.note = {**record, **output.record}, truncated
                 if output.access is None and output.access_error is None:
                     self.with_access(output, response.meta)
@@ -531,7 +531,8 @@ class SourceSpider(Spider):
         navigation = self.kept_out_as_navigation(response.url, depth, **fetch_record(as_served(response))[1])
         if mimetype_of(headers.get("content-type")) == "text/plain":
             if not navigation:
-                yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
+                fetched = Fetched(headers, text=response.text)
+                yield CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous)
             return
         directives = self.robots_directives(response)
         if navigation:
@@ -545,8 +546,7 @@ class SourceSpider(Spider):
                 self.source.name,
                 response.url,
                 depth,
-                headers,
-                tree=response.selector.root,
+                Fetched(headers, tree=response.selector.root),
                 previous=previous,
                 canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
             )
@@ -596,9 +596,8 @@ class SourceSpider(Spider):
     ) -> CrawledDocument:
         """The item of a fetched document, with what the fetch learned (validators, type, size)
         and who may read it."""
-        item = CrawledDocument(
-            self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS), record=record, **content
-        )
+        fetched, previous = Fetched(headers, **content), response.meta.get(PREVIOUS)
+        item = CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous, record=record)
         return self.with_access(item, response.meta)
 
     def failed(self, failure: Failure) -> None:

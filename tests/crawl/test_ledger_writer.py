@@ -68,7 +68,7 @@ def test_a_processing_error_keeps_the_runs_document_until_max_failures(crawler_o
     url = "http://h.test/a.html"
     crawler.signals.send_catch_log(url_outcome, url=url, outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     Ledger(ledger_of(crawler).table, "unit").mark_indexed([(url, "c")])
-    item = CrawledDocument("unit", url, 1, {})
+    item = CrawledDocument("unit", url, 1)
     error = Failure(RuntimeError("boom " * 200))
     crawler.signals.send_catch_log(signals.item_error, item=item, response=None, spider=None, failure=error)
     first = row(crawler, url)
@@ -98,7 +98,7 @@ def test_each_outcome_is_counted_by_event(crawler_of) -> None:
     send(url_outcome, url="http://h.test/b", outcome=Outcome(Event.EXCLUDED, 901, "domain"))
     send(
         signals.item_dropped,
-        item=CrawledDocument("unit", "http://h.test/c", 1, {}),
+        item=CrawledDocument("unit", "http://h.test/c", 1),
         response=None,
         spider=None,
         exception=DropItem("x"),

@@ -11,7 +11,7 @@ from scrapy.logformatter import LogFormatter
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.log_formatter import MAX_ITEM_CHARS, item_name
 from searchcrawl.rules.lifecycle import Event, Outcome
 
@@ -20,7 +20,7 @@ URL = "http://h.test/report.pdf"
 
 def document() -> CrawledDocument:
     return CrawledDocument(
-        "unit", URL, 1, {"content-type": "application/pdf"}, text="secret words " * 10_000, body=b"%PDF-1.7 " * 100_000
+        "unit", URL, 1, Fetched({"content-type": "application/pdf"}, text="secret words " * 10_000, body=b"%PDF-1.7 " * 100_000)
     )
 
 

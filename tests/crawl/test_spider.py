@@ -108,9 +108,9 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
     documents, requests = split(list(spider.parse(response)))
     (document,) = documents
     assert (document.source, document.url, document.depth) == ("unit", "http://h.test/", 1)
-    assert document.tree is not None and document.text is None and document.body is None
+    assert document.fetched.tree is not None and document.fetched.text is None and document.fetched.body is None
     assert document.canonical_url == "http://h.test/index.html"
-    assert document.headers == {
+    assert document.fetched.headers == {
         "content-type": "text/html; charset=utf-8",
         "last-modified": "Wed, 01 May 2024 10:00:00 GMT",
         "etag": '"v1"',
@@ -244,7 +244,7 @@ def test_a_plain_text_document(crawler_of) -> None:
         url, body=b"Some notes\nsee http://h.test/x.html", headers={"Content-Type": "text/plain"}, request=request(url)
     )
     (document,) = list(spider.parse(response))
-    assert document.text == "Some notes\nsee http://h.test/x.html" and document.tree is None
+    assert document.fetched.text == "Some notes\nsee http://h.test/x.html" and document.fetched.tree is None
 
 
 def test_a_pdf_is_handed_to_the_pipelines_as_bytes_without_links(crawler_of) -> None:
@@ -253,7 +253,7 @@ def test_a_pdf_is_handed_to_the_pipelines_as_bytes_without_links(crawler_of) -> 
     body = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n"
     response = Response(url, body=body, headers={"Content-Type": "application/pdf"}, request=request(url, 2))
     (document,) = list(spider.parse(response))
-    assert (document.body, document.tree, document.depth) == (body, None, 2)
+    assert (document.fetched.body, document.fetched.tree, document.depth) == (body, None, 2)
     assert document.record["content_type"] == "application/pdf" and document.record["content_length"] == len(body)
 
 
@@ -261,7 +261,7 @@ def test_a_pdf_served_as_html_is_still_a_pdf(crawler_of) -> None:
     spider = spider_of(crawler_of())
     body = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n"
     (document,) = list(spider.parse(html("http://h.test/report", body)))
-    assert document.body == body and document.tree is None
+    assert document.fetched.body == body and document.fetched.tree is None
 
 
 @pytest.mark.parametrize(
@@ -525,7 +525,7 @@ def test_text_and_links_below_ten_thousand_nested_divs_are_kept(crawler_of, dept
     documents, requests = split(list(spider_of(crawler_of()).parse(html("http://h.test/deep.html", body))))
     (document,) = documents
     assert [r.url for r in requests] == ["http://h.test/top.html", "http://h.test/deep.html", "http://h.test/after.html"]
-    attributes = html_attributes(document.tree, {})
+    attributes = html_attributes(document.fetched.tree, {})
     assert attributes["title"] == "Deep"
     assert attributes["content"] == "Top top deep words deep after after"
 

@@ -16,7 +16,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.content.clean_text import MAX_TERM_BYTES
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline, page_count
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
@@ -41,7 +41,9 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 def page(url: str, body: bytes = PAGE, **headers: str) -> CrawledDocument:
     """The spider's item of an HTML page: its parsed tree (shared with link extraction)."""
     response = HtmlResponse(url, body=body, headers={"Content-Type": "text/html", **headers}, request=Request(url))
-    return CrawledDocument("unit", url, 2, {"content-type": "text/html"}, tree=response.selector.root, record={"etag": '"e1"'})
+    return CrawledDocument(
+        "unit", url, 2, Fetched({"content-type": "text/html"}, tree=response.selector.root), record={"etag": '"e1"'}
+    )
 
 
 def run(pipeline: AttributesPipeline, item: CrawledDocument) -> CrawledDocument:
@@ -71,7 +73,7 @@ def test_an_html_page_becomes_a_solr_document(crawler_of) -> None:
     assert "revision_s" not in fields  # not in the source's attribute mapping
     # what the checksum is taken over: title and text; the tree is let go
     assert item.converted.checksum_basis == f"Cats and dogs\n{fields['content']}"
-    assert item.tree is None and item.body is None
+    assert item.fetched == Fetched({"content-type": "text/html"})  # its content let go once read, its headers kept
 
 
 def test_the_sources_attribute_mapping_description_fallback_and_display_urls(crawler_of) -> None:
@@ -115,8 +117,7 @@ def test_a_plain_text_document(crawler_of) -> None:
         "unit",
         "http://h.test/notes/readme.txt",
         1,
-        {"content-type": "text/plain", "content-language": "DE"},
-        text="  Hallo Welt  ",
+        Fetched({"content-type": "text/plain", "content-language": "DE"}, text="  Hallo Welt  "),
     )
     item = run(pipeline, item)
     assert (item.converted.fields["title"], item.converted.fields["content"], item.converted.fields["language"]) == (
@@ -124,7 +125,7 @@ def test_a_plain_text_document(crawler_of) -> None:
         "Hallo Welt",
         "de",
     )
-    assert item.text is None and item.converted.checksum_basis == "readme.txt\nHallo Welt"
+    assert item.fetched.text is None and item.converted.checksum_basis == "readme.txt\nHallo Welt"
 
 
 def test_a_page_without_text_or_title_is_not_indexed_with_its_outcome(crawler_of) -> None:
@@ -145,14 +146,18 @@ def test_office_files_are_converted_in_workers_and_raw_checksums_take_the_bytes(
     document.save(data)
     crawler = crawler_of(SOURCE + 'checksum_of = "raw"\n', SEARCHCRAWL_CONVERT_WORKERS=1)
     pipeline = build_from_crawler(AttributesPipeline, crawler)
-    item = run(pipeline, CrawledDocument("unit", "http://h.test/q.docx", 1, {"content-type": DOCX}, body=data.getvalue()))
+    item = run(
+        pipeline, CrawledDocument("unit", "http://h.test/q.docx", 1, Fetched({"content-type": DOCX}, body=data.getvalue()))
+    )
     fields = item.converted.fields
     assert (fields["title"], fields["author"], fields["document_kind_s"]) == ("Quarterly report", "Ann Writer", "docx")
     assert fields["content"] == "Revenue grew in every region this quarter." and fields["mimetype"] == DOCX
-    assert item.converted.checksum_basis == data.getvalue() and item.body is None
+    assert item.converted.checksum_basis == data.getvalue() and item.fetched.body is None
     assert text_checksum(item.converted.checksum_basis) != text_checksum(f"Quarterly report\n{fields['content']}")
 
-    broken = CrawledDocument("unit", "http://h.test/broken.pdf", 1, {"content-type": "application/pdf"}, body=b"%PDF-1.4 no more")
+    broken = CrawledDocument(
+        "unit", "http://h.test/broken.pdf", 1, Fetched({"content-type": "application/pdf"}, body=b"%PDF-1.4 no more")
+    )
     with pytest.raises(NotIndexed) as raised:
         run(pipeline, broken)
     assert (raised.value.outcome.event, raised.value.outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
@@ -170,7 +175,8 @@ def test_surrogates_controls_and_a_40_kb_author_reach_solr_clean(crawler_of, sol
     )
     crawler = crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1)
     item = run(
-        build_from_crawler(AttributesPipeline, crawler), CrawledDocument("unit", "http://h.test/odd.rtf", 1, {}, body=body)
+        build_from_crawler(AttributesPipeline, crawler),
+        CrawledDocument("unit", "http://h.test/odd.rtf", 1, Fetched({}, body=body)),
     )
     fields = dict(item.converted.fields)
     assert "Smile \U0001f600 here, a lone \ufffd there, a bell  too." in fields["content"]
@@ -190,7 +196,9 @@ def test_the_same_odd_document_through_tika(crawler_of, solr, tika_url) -> None:
         rb"\f0 Smile \u-10179?\u-8704? here, a lone \u-10179? there, a bell \u7? too.\par}"
     )
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
-    fields = dict(run(pipeline, CrawledDocument("unit", "http://h.test/odd-tika.rtf", 1, {}, body=body)).converted.fields)
+    fields = dict(
+        run(pipeline, CrawledDocument("unit", "http://h.test/odd-tika.rtf", 1, Fetched({}, body=body))).converted.fields
+    )
     assert "Smile \U0001f600 here, a lone \ufffd there" in fields["content"] and "\x07" not in fields["content"]
     assert all(not 0xD800 <= ord(ch) <= 0xDFFF for ch in fields["content"])
     assert fields["author"] == author[:MAX_TERM_BYTES] and fields["title"] == "Odd text"
@@ -215,15 +223,17 @@ def test_a_document_without_text_is_indexed_with_its_metadata_and_name(crawler_o
     its bytes, so that two such files are never duplicates for their empty text alone."""
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
     body = textract("pdf/ocr_text.pdf")  # a scan: no text layer
-    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/scan.pdf", 1, {"content-type": "application/pdf"}, body=body))
+    item = run(
+        pipeline, CrawledDocument("unit", "http://h.test/a/scan.pdf", 1, Fetched({"content-type": "application/pdf"}, body=body))
+    )
     assert item.converted.fields["title"] == "00463065.tif" and "content" not in item.converted.fields
     assert item.note == "indexed without text: its metadata and file name" and item.converted.checksum_basis == body
-    other = run(pipeline, CrawledDocument("unit", "http://h.test/b/scan.pdf", 1, {}, body=body + b"\n%%EOF\n"))
+    other = run(pipeline, CrawledDocument("unit", "http://h.test/b/scan.pdf", 1, Fetched({}, body=body + b"\n%%EOF\n")))
     assert text_checksum(other.converted.checksum_basis) != text_checksum(item.converted.checksum_basis)
 
     strict = build_from_crawler(AttributesPipeline, crawler_of(SOURCE + "index_without_text = false\n"))
     with pytest.raises(NotIndexed) as raised:
-        run(strict, CrawledDocument("unit", "http://h.test/scan.pdf", 1, {}, body=body))
+        run(strict, CrawledDocument("unit", "http://h.test/scan.pdf", 1, Fetched({}, body=body)))
     assert raised.value.outcome.status == Status.EMPTY
 
 
@@ -232,10 +242,10 @@ def test_ocr_through_tika_reads_an_image_when_the_source_asks(crawler_of, tika_u
     body = textract("png/standardized_text.png")
     source = SOURCE + 'ocr = true\nocr_languages = ["eng"]\n'
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(source, SEARCHCRAWL_TIKA_URL=tika_url))
-    item = run(pipeline, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/fox.png", 1, Fetched({"content-type": "image/png"}, body=body)))
     assert "quick brown fox" in item.converted.fields["content"] and item.note is None
     without = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))  # ocr is off by default
-    item = run(without, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
+    item = run(without, CrawledDocument("unit", "http://h.test/fox.png", 1, Fetched({"content-type": "image/png"}, body=body)))
     assert "content" not in item.converted.fields and item.converted.fields["title"] == "fox.png"
     assert item.note == "indexed without text: its metadata and file name"
 
@@ -243,7 +253,7 @@ def test_ocr_through_tika_reads_an_image_when_the_source_asks(crawler_of, tika_u
 def converter_failure(crawler_of, tika_url: str):  # type: ignore[no-untyped-def]
     """The outcome of a PDF whose fetch learned a new ETag, when its conversion by ``tika_url`` fails."""
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
-    item = CrawledDocument("unit", "http://h.test/q.pdf", 1, {}, body=b"%PDF-1.4 x", record={"etag": '"new"'})
+    item = CrawledDocument("unit", "http://h.test/q.pdf", 1, Fetched({}, body=b"%PDF-1.4 x"), record={"etag": '"new"'})
     with pytest.raises(NotIndexed) as raised:
         run(pipeline, item)
     return raised.value.outcome
@@ -280,7 +290,7 @@ def test_an_image_only_deck_through_tika_is_indexed_by_name(crawler_of, tika_url
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     image = textract("png/raw_text.png")
     deck = picture_deck(image)
-    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/deck.pptx", 1, {}, body=deck))
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/deck.pptx", 1, Fetched({}, body=deck)))
     assert "content" not in item.converted.fields, item.converted.fields.get("content")
     assert (item.converted.fields["title"], item.converted.fields["document_kind_s"]) == ("deck.pptx", "pptx")
     assert item.note == "indexed without text: its metadata and file name" and item.converted.checksum_basis == deck
@@ -302,7 +312,7 @@ def test_a_converted_file_without_a_title_of_its_own_is_titled_by_its_decoded_na
     document.save(data)
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
     url = "http://h.test/Quartals%C3%BCbersicht%202024.docx"
-    item = run(pipeline, CrawledDocument("unit", url, 1, {"content-type": DOCX}, body=data.getvalue()))
+    item = run(pipeline, CrawledDocument("unit", url, 1, Fetched({"content-type": DOCX}, body=data.getvalue())))
     assert item.converted.fields["title"] == "Quartalsübersicht 2024.docx"
 
 
@@ -340,7 +350,7 @@ def test_files_of_pictures_with_a_few_characters_are_not_duplicates_through_tika
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     word, deck = picture_files(text)
     items = [
-        run(pipeline, CrawledDocument("unit", url, 1, {}, body=body))
+        run(pipeline, CrawledDocument("unit", url, 1, Fetched({}, body=body)))
         for url, body in (
             ("http://h.test/a/pic.docx", word),
             ("http://h.test/b/pics.pptx", deck),
@@ -359,7 +369,7 @@ def test_a_short_text_that_names_a_document_is_its_text(crawler_of, tika_url) ->
     """MIN_TEXT_CHARS letters or digits are enough: a one-line file keeps its text and its checksum over it."""
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     word, _deck = picture_files("Budget 2025")
-    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, {}, body=word))
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, Fetched({}, body=word)))
     assert item.converted.fields["content"] == "Budget 2025" and item.note is None
     assert item.converted.checksum_basis == "Presentation\nBudget 2025"
 
@@ -396,7 +406,7 @@ def test_a_one_word_file_is_its_text_and_its_bytes_are_its_identity(crawler_of, 
     settings = {"SEARCHCRAWL_TIKA_URL": request.getfixturevalue("tika_url")} if tika else {"SEARCHCRAWL_CONVERT_WORKERS": 1}
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(**settings))
     items = {
-        name: run(pipeline, CrawledDocument("unit", f"http://h.test/{name}", 1, {}, body=body))
+        name: run(pipeline, CrawledDocument("unit", f"http://h.test/{name}", 1, Fetched({}, body=body)))
         for name, (body, _text) in SHORT_FILES.items()
     }
     for name, (body, text) in SHORT_FILES.items():
@@ -412,7 +422,7 @@ def test_a_zip_bomb_through_tika_gets_a_status_not_an_index_entry(crawler_of, ti
     """Issue 53: 5 million U+FFFD were indexed as a zip bomb's text; now status 921, 'not_text'."""
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     with pytest.raises(NotIndexed) as raised:
-        run(pipeline, CrawledDocument("unit", "http://h.test/bomb.zip", 1, {}, body=zip_of({"nul.txt": 100})))
+        run(pipeline, CrawledDocument("unit", "http://h.test/bomb.zip", 1, Fetched({}, body=zip_of({"nul.txt": 100}))))
     outcome = raised.value.outcome
     assert (outcome.event, outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
     assert outcome.reason.startswith("not_text: ") and "U+FFFD" in outcome.reason

@@ -94,7 +94,7 @@ def cache(crawler: Crawler, *paths: str, version: str = "", checksum: str = "") 
             "checksum": checksum or f"sum-{path}{version}",
         }
         converted = ConvertedDocument(fields, "", url)
-        items.append(writer.process_item(CrawledDocument(name, url, 1, {}, converted=converted, fields=fields)))
+        items.append(writer.process_item(CrawledDocument(name, url, 1, converted=converted, fields=fields)))
     return items
 
 
@@ -362,7 +362,7 @@ def test_test_mode_sends_nothing_to_solr(crawler_of, solr_url: str, solr: pysolr
     pipeline = build_from_crawler(SolrPipeline, crawler)  # built with the crawl: it receives run_started
     run, _frontier = start_run(crawler, {"test_mode": "1"})  # `-a test_mode=1`
     assert run.test_mode and pipeline.run is run
-    item = CrawledDocument("x", "http://h.test/a.html", 0, {}, fields={"url": "http://h.test/a.html"})
+    item = CrawledDocument("x", "http://h.test/a.html", 0, fields={"url": "http://h.test/a.html"})
 
     async def crawl() -> None:
         await pipeline.open_spider()

@@ -209,7 +209,7 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     crawler = source_crawler(tmp_path)
     writer = ledger_of(crawler)
     send = crawler.signals.send_catch_log
-    item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
+    item = lambda url: CrawledDocument("unit", url, 1)  # noqa: E731
     send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     send(
         signals.item_dropped,

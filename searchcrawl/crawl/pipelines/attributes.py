@@ -112,36 +112,34 @@ class AttributesPipeline:
         attributes = self.attributes_of(item, extracted)
         content = self.text_to_index(item, attributes)
         item.converted = self.converted_document(item, attributes, extracted.main, content)
-        item.body = None  # read: the checksum's basis holds it when it is taken over the bytes
+        # read: its headers alone stay (the change check's); the checksum's basis holds the bytes
+        # when it is taken over them
+        item.fetched = item.fetched.read()
         return item
 
     async def extract(self, item: CrawledDocument) -> Extracted:
-        """What the document's own form says: an HTML page's tree, a converted file, plain text.
-        The spider's input is let go once read (a tree can be large)."""
-        if item.tree is not None:
-            extracted = self.from_html(item)
-            item.tree = item.region_text = None
-            return extracted
-        if item.body is not None:
+        """What the document's own form says: an HTML page's tree, a converted file, plain text."""
+        fetched = item.fetched
+        if fetched.tree is not None:
+            return self.from_html(item)
+        if fetched.body is not None:
             found, attributes = await self.converted(item)
             return Extracted(found, attributes)
-        extracted = Extracted({}, text_attributes(item.text or "", item.url, item.headers))
-        item.text = None
-        return extracted
+        return Extracted({}, text_attributes(fetched.text or "", item.url, fetched.headers))
 
     def from_html(self, item: CrawledDocument) -> Extracted:
         """An HTML page's meta tags, attributes, main text (when the source indexes it or takes
         the checksum over it), text by its regions and the source's field rules' values."""
-        settings = self.settings
-        ruled = self.field_rules.fields(item.tree, item.url)
+        settings, tree = self.settings, item.fetched.tree
+        ruled = self.field_rules.fields(tree, item.url)
         attributes, regioned = self.html(item)
         main: str | None = None
         if settings.main_text or settings.checksum_of == "main_text":
-            text = main_text(item.tree)
+            text = main_text(tree)
             if text and settings.main_text:
                 attributes["content"] = text
             main = text if settings.checksum_of == "main_text" else None
-        return Extracted(meta_tags(item.tree), attributes, main, regioned, ruled)
+        return Extracted(meta_tags(tree), attributes, main, regioned, ruled)
 
     def attributes_of(self, item: CrawledDocument, extracted: Extracted) -> dict[str, Any]:
         """The source's attribute mapping over the named values found (an agent's too), its field
@@ -166,7 +164,7 @@ class AttributesPipeline:
         image, an empty sheet, a scan without OCR) unless the source indexes its metadata and
         file name (``index_without_text``)."""
         content: str = attributes.get("content") or ""
-        converted = item.body is not None
+        converted = item.fetched.body is not None
         if converted and content and not has_words(content):
             logger.debug("No letter or digit in the text of %s (%d characters): a document without text", item.url, len(content))
             content = attributes["content"] = ""
@@ -188,7 +186,8 @@ class AttributesPipeline:
         if settings.description_fallback and not attributes.get("description") and content:
             start = attributes.get("prose") or content  # a page's first words, not its first links
             attributes["description"] = start[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
-        if item.body is not None and content and not identifies(content):
+        body = item.fetched.body
+        if body is not None and content and not identifies(content):
             logger.debug(
                 "Text of %s too short to identify it (%d characters): indexed, its checksum over its bytes",
                 item.url,
@@ -197,31 +196,33 @@ class AttributesPipeline:
         basis = checksum_basis(
             attributes.get("title") or "",
             (clean_text(main) if main else None) or content,
-            item.body,
+            body,
             settings.checksum_of == "raw",
         )
         display_url = item.given.get("display_url") or self.display_urls.display_url(item.url)
-        fields = {**solr_document(item.source, item.url, attributes, item.headers), "display_url": display_url}
+        fields = {**solr_document(item.source, item.url, attributes, item.fetched.headers), "display_url": display_url}
         return ConvertedDocument(fields, basis, display_url, settings.detect_language and not attributes.get("language"))
 
     def html(self, item: CrawledDocument) -> tuple[dict[str, Any], RegionText | None]:
         """An HTML page's attributes, its text by the source's regions (read by the spider already,
         for its soft-error markers, or here), and that text with its prose (None: not read)."""
-        url, read = item.url, [item.region_text] if item.region_text is not None else []
+        fetched, url = item.fetched, item.url
+        read = [fetched.region_text] if fetched.region_text is not None else []
 
         def region_text(body: Any) -> str:
             if not read:
                 read.append(self.regions.text(body, url))
             return read[0].text
 
-        attributes = html_attributes(item.tree, item.headers, region_text)
+        attributes = html_attributes(fetched.tree, fetched.headers, region_text)
         return attributes, read[0] if read else None
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
         """Text and attributes of a PDF, office or other file (in a worker process)."""
-        assert item.body is not None
+        fetched = item.fetched
+        assert fetched.body is not None
         name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]  # as sent: the converter reads its extension
-        mimetype = mimetype_of(item.headers.get("content-type"))
+        mimetype = mimetype_of(fetched.headers.get("content-type"))
         converter = self.converter()
         if self._converting is None:
             self._converting = asyncio.Semaphore(converter.concurrency)
@@ -229,7 +230,7 @@ class AttributesPipeline:
             # documents wait for the converter here, in the event loop, not in threads: the
             # default thread pool also serves the Solr push and the fleet's leases
             async with self._converting:
-                document = await asyncio.to_thread(converter.convert, item.body, mimetype, name)
+                document = await asyncio.to_thread(converter.convert, fetched.body, mimetype, name)
         except ConversionError as exc:
             status = CONVERSION_STATUS.get(exc.status, Status.CONVERSION_FAILED)
             if exc.status in TRANSIENT_STATUSES:  # perhaps the converter's load: counted, tried again
@@ -261,7 +262,7 @@ class AttributesPipeline:
             "page_count_i": page_count(metadata.get("pages")),
             "created_dt": metadata.get("created"),
         }
-        if metadata.get("modified") and not item.headers.get("last-modified"):
+        if metadata.get("modified") and not fetched.headers.get("last-modified"):
             attributes["last_modified"] = metadata["modified"]  # the file's own date, when HTTP gives none
         return found, attributes
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -93,7 +94,7 @@ class CachePipeline:
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item
 
-    def put(self, fields: dict[str, Any]) -> int:
+    def put(self, fields: Mapping[str, Any]) -> int:
         """Append a document to the cache (not in a test run); returns its size. Before the
         cache seals a full spool, the outcomes waiting for their batch are written: a push
         deletes a sealed spool whose records the table does not expect pending."""
@@ -101,7 +102,7 @@ class CachePipeline:
             return 0
         if self.cache.seals_next:
             self.ledger.flush()
-        return self.cache.put(fields)
+        return self.cache.put(dict(fields))  # JSON writes a dict, not the item's read-only view of one
 
     def cache_access_update(self, item: CrawledDocument) -> CrawledDocument:
         """A document whose access alone changed (a 304: its content not read again): the Solr

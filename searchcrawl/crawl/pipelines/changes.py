@@ -90,8 +90,8 @@ class ChangePipeline:
         if previous is not None and not self.forced:
             changed, why = has_changed(
                 previous,
-                item.headers.get("last-modified"),
-                item.headers.get("etag"),
+                item.fetched.headers.get("last-modified"),
+                item.fetched.headers.get("etag"),
                 checksum,
                 self.settings.modified_when,
             )

@@ -15,7 +15,7 @@ from typing import Any
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.content.extract import solr_id
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, frozen_fields
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, text_digest
 
 ACCESS_PART = "+"
@@ -44,19 +44,17 @@ class ChecksumPipeline:
     what tells a passage made from an older text, whatever the checksum is taken over."""
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        """The checksum stage: the item's Solr document, its converted fields with the checksum,
-        the digest of its text and its access fields."""
+        """The checksum stage: the item's Solr document (read-only), its converted fields with the
+        checksum, the digest of its text and its access fields."""
         if item.access_update:
             return item
         converted = item.converted
         assert converted is not None, "the attributes stage comes first (ITEM_PIPELINES)"
-        fields = dict(converted.fields)
+        fields = converted.fields
         content = text_checksum(converted.checksum_basis or fields.get("content", ""))
-        fields["checksum"] = versioned(content, item.access)
-        fields[TEXT_DIGEST] = text_digest(fields)
-        if item.access is not None:
-            fields.update(item.access.fields())
-        item.fields = fields
+        access = item.access.fields() if item.access is not None else {}
+        digest = {TEXT_DIGEST: text_digest(fields)}
+        item.fields = frozen_fields(fields, checksum=versioned(content, item.access), **digest, **access)
         return item
 
 

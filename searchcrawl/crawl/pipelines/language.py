@@ -13,7 +13,7 @@ from __future__ import annotations
 from scrapy.crawler import Crawler
 
 from searchcrawl.content.language_detection import detect_language
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, frozen_fields
 
 
 class LanguagePipeline:
@@ -22,8 +22,10 @@ class LanguagePipeline:
         return cls()
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        """The item's Solr document, a new one with its detected language (the checksum stage's
+        stays as it made it)."""
         if item.converted is not None and item.converted.detect_language:
             language = detect_language(item.fields.get("content") or "")
             if language is not None:
-                item.fields["language"] = language
+                item.fields = frozen_fields(item.fields, language=language)
         return item

@@ -33,7 +33,7 @@ def document(url: str, checksum: str = "c1", display_url: str | None = None, **o
         "checksum": checksum,
     }
     converted = ConvertedDocument(fields, "", fields["display_url"])  # the attributes stage's, as the cache writer reads it
-    return CrawledDocument("unit", url, 1, {}, converted=converted, fields=fields, **options)  # type: ignore[arg-type]
+    return CrawledDocument("unit", url, 1, converted=converted, fields=fields, **options)  # type: ignore[arg-type]
 
 
 def test_a_document_is_cached_and_marked_pending(crawler_of) -> None:

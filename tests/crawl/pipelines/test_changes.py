@@ -17,7 +17,7 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import stores_of
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.signals import url_outcome
@@ -35,7 +35,7 @@ def item(
     url: str, checksum: str, previous: dict[str, Any] | None = None, source: str = "unit", **options: Any
 ) -> CrawledDocument:
     headers = {key: value for key, value in (("last-modified", options.pop("last_modified", None)),) if value}
-    return CrawledDocument(source, url, 3, headers, fields={"checksum": checksum}, previous=previous, **options)
+    return CrawledDocument(source, url, 3, Fetched(headers), fields={"checksum": checksum}, previous=previous, **options)
 
 
 def cached(crawler: Crawler, url: str, checksum: str) -> None:

@@ -27,7 +27,7 @@ def pipeline(tmp_path: Path) -> Iterator[ChecksumPipeline]:
 
 def item(basis: str | bytes = "", **fields: object) -> CrawledDocument:
     converted = ConvertedDocument(fields, basis, "http://h.test/a.html")
-    return CrawledDocument("unit", "http://h.test/a.html", 0, {}, converted=converted)
+    return CrawledDocument("unit", "http://h.test/a.html", 0, converted=converted)
 
 
 def sha256(data: bytes) -> str:
@@ -39,6 +39,8 @@ def test_the_checksum_is_taken_over_the_basis_the_attributes_pipeline_chose(pipe
     assert done.fields["checksum"] == sha256("Title\nSome text é".encode())
     assert done.converted is not None and "checksum" not in done.converted.fields  # the attributes stage's result stays
     assert done.fields["content"] == "other"
+    with pytest.raises(TypeError):  # a frozen document for Solr: a later stage builds a new one
+        done.fields["language"] = "en"  # type: ignore[index]
 
 
 def test_the_text_digest_covers_what_the_passages_are_cut_from_whatever_the_checksum_covers(pipeline: ChecksumPipeline) -> None:

@@ -15,7 +15,7 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl import settings as project_settings
 from searchcrawl.content import language_detection
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline
@@ -26,7 +26,7 @@ TEXT = "Cats and dogs have lived with people for thousands of years, and they st
 
 
 def text_item(url: str = "http://h.test/notes.txt", **headers: str) -> CrawledDocument:
-    return CrawledDocument("unit", url, 1, {"content-type": "text/plain", **headers}, text=TEXT)
+    return CrawledDocument("unit", url, 1, Fetched({"content-type": "text/plain", **headers}, text=TEXT))
 
 
 def attributed(crawler: Crawler, item: CrawledDocument) -> CrawledDocument:
@@ -61,10 +61,16 @@ def test_an_undeclared_language_is_detected_after_the_attributes(crawler_of, loa
     crawler = crawler_of()
     item = attributed(crawler, text_item())
     assert item.converted is not None and item.converted.detect_language
-    assert "language" not in item.fields and not loads
+    checked = item.fields  # the checksum stage's document
+    assert "language" not in checked and not loads
     item = build_from_crawler(LanguagePipeline, crawler).process_item(item)
     assert item.fields["language"] == "en" and loads == [1]
-    assert "language" not in item.converted.fields  # the attributes stage's result stays as it made it
+    # a new document, built from the checksum stage's: that one, and the attributes stage's
+    # result, stay as their stages made them
+    assert "language" not in checked and dict(item.fields) == {**checked, "language": "en"}
+    assert "language" not in item.converted.fields
+    with pytest.raises(TypeError):
+        item.fields["language"] = "de"  # type: ignore[index]
 
 
 def test_a_declared_language_or_detection_off_is_left_alone(crawler_of, loads) -> None:

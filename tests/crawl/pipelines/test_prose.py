@@ -12,7 +12,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.content.extract import body_of
 from searchcrawl.content.regions import ContentRegions
-from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline
 
@@ -27,9 +27,8 @@ def crawled(crawler: Any, page: str, url: str = "http://h.test/policies.html", s
     """The Solr fields of ``page`` once through the attributes and checksum pipelines (its text
     read by the pipeline, or by the spider's soft-error markers before it: ``spider_read``)."""
     tree = html.fromstring(page)
-    item = CrawledDocument("unit", url, 0, {"content-type": "text/html"}, tree=tree)
-    if spider_read:
-        item.region_text = ContentRegions().text(body_of(tree), url)
+    read = ContentRegions().text(body_of(tree), url) if spider_read else None
+    item = CrawledDocument("unit", url, 0, Fetched({"content-type": "text/html"}, tree=tree, region_text=read))
     item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(item))
     return build_from_crawler(ChecksumPipeline, crawler).process_item(item).fields
 
