@@ -33,7 +33,7 @@ class Fetched:
     extraction, so that a page is parsed once; it never leaves the process) with its text by
     the source's regions when the spider read it already (``region_text``), a plain ``text``, or
     a ``body`` to convert (PDF, office, ...; or the raw body for checksum_of = "raw"). The
-    attributes stage reads it and keeps its headers alone (``read``)."""
+    attributes stage reads it and keeps its headers alone (``headers_only``)."""
 
     headers: Mapping[str, str]
     tree: Any | None = None
@@ -44,7 +44,7 @@ class Fetched:
     def __post_init__(self) -> None:
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))  # read-only, a copy of its own
 
-    def read(self) -> Fetched:
+    def headers_only(self) -> Fetched:
         """This fetch once its content is read: its headers alone (what the change check reads),
         its content let go (a tree, a text or a file's bytes can be large)."""
         return Fetched(self.headers)

@@ -114,7 +114,7 @@ class AttributesPipeline:
         item.converted = self.converted_document(item, attributes, extracted.main, content)
         # read: its headers alone stay (the change check's); the checksum's basis holds the bytes
         # when it is taken over them
-        item.fetched = item.fetched.read()
+        item.fetched = item.fetched.headers_only()
         return item
 
     async def extract(self, item: CrawledDocument) -> Extracted:

@@ -286,5 +286,5 @@ def test_what_the_spider_fetched_is_one_frozen_value() -> None:
         fetched.tree = None  # type: ignore[misc]
     with pytest.raises(TypeError):
         fetched.headers["etag"] = '"x"'  # type: ignore[index]
-    read = fetched.read()  # the attributes stage's: its content let go, its headers kept
+    read = fetched.headers_only()  # the attributes stage's: its content let go, its headers kept
     assert (read.tree, read.headers, fetched.tree) == (None, fetched.headers, tree)
