@@ -42,7 +42,8 @@ class Fetched:
     body: bytes | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))  # read-only, a copy of its own
+        if not isinstance(self.headers, MappingProxyType):  # a Fetched's own (replace, headers_only): not copied again
+            object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))  # read-only, a copy of its own
 
     def headers_only(self) -> Fetched:
         """This fetch once its content is read: its headers alone (what the change check reads),
