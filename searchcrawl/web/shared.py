@@ -28,7 +28,7 @@ from searchcrawl.web.sign_on.searchers import Searcher, header_user
 from searchcrawl.web.sign_on.sessions import Session, Sessions
 
 if TYPE_CHECKING:
-    from searchcrawl.search.answers import Answer
+    from searchcrawl.search.answer_parts import Answer
     from searchcrawl.search.hybrid import SemanticSearch
     from searchcrawl.search.search_request import SearchRequest
     from searchcrawl.search.searcher import TrimmedIndex
