@@ -47,6 +47,7 @@ READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
     views_shape.test_the_views_are_handed_the_context_and_never_look_it_up,
     views_shape.test_no_view_module_reaches_into_another,
     views_shape.test_no_class_of_web_is_a_container_of_everything,
+    views_shape.test_the_views_are_http_only_the_context_runs_the_searches_and_the_answers,
     environment_settings.test_a_setting_that_is_not_text_is_read_with_a_typed_getter,
     complexity.test_no_function_is_above_20_but_the_named_ones,
     function_length.test_no_function_is_over_60_lines_but_the_named_ones,

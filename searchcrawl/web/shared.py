@@ -267,13 +267,6 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(function, *args)
 
 
-async def request_semantic(ctx: WebContext) -> SemanticSearch | None:
-    """The request's semantic search (``SemanticSearch.for_request``: its query embedded once),
-    None when off; in a thread: choosing the model may ask Solr (whether a backfill is complete,
-    at most once a minute), which must not hold every other request on the event loop."""
-    return await in_thread(ctx.semantic.for_request) if ctx.semantic is not None else None
-
-
 async def answer_of(
     ctx: WebContext,
     request: Request,
