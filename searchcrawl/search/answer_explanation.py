@@ -22,7 +22,8 @@ from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.solr_client import PASSAGES, SolrIndex
-from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, SourceWords, answer, dropped_because, sentences_of
+from searchcrawl.search.answer_parts import Answer, SourceWords
+from searchcrawl.search.answers import AnswerConfig, AnswerFailed, answer, dropped_because, sentences_of
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.searcher import TrimmedIndex

@@ -31,22 +31,32 @@ from __future__ import annotations
 import json
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import requests
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
+from searchcrawl.search.answer_parts import (
+    NO_ANSWER,
+    NUMBER,
+    URL,
+    WORD,
+    Answer,
+    AnswerSource,
+    Considered,
+    Extract,
+    SourceWords,
+    content_words,
+    link_of,
+    speaks_of,
+    split_sentences,
+)
 from searchcrawl.search.hybrid import TEXT_DIGEST, SemanticModel, made_from_current, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.system.translations import N_, translated
-from searchcrawl.system.translations import gettext as _
-
-if TYPE_CHECKING:
-    from searchcrawl.search.extractive import Extract
+from searchcrawl.system.translations import N_
 
 MAX_ANSWER_BYTES = 1 << 20  # a chat server's answer read at most
 ANSWERS_API_KEY = "SEARCHCRAWL_ANSWERS_API_KEY"  # the chat server's key: environment or _FILE
@@ -57,15 +67,7 @@ SYSTEM_PROMPT = (
     "If the sources do not answer the question, say only: I cannot answer this from the sources. "
     "Write plain sentences, no lists, no markup."
 )
-# a sentence ends at . ! ? and a space, or at a full stop of Japanese or Chinese (no space after)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _ENDS = "[.!?。！？]"
-# a full stop after an abbreviation or an initial ends no sentence: "Except contractors, e.g. interns,
-# all get 25 days [1]" kept from "interns" on would say what its source does not
-_ABBREVIATED = re.compile(
-    r"(?:^|[\s(])(?:[^\W\d_]|e\.g|i\.e|etc|cf|vs|approx|incl|no|nr|fig|dr|mr|mrs|ms|prof|st|z\.\s?b|d\.\s?h|u\.\s?a|bzw|ca|vgl|usw|ggf)\.$",
-    re.IGNORECASE,
-)
 # "It is booked online. [1]": citations written after the full stop are the sentence's own
 _CITED_AFTER = re.compile(rf"({_ENDS})((?:\s*\[\d{{1,3}}\])+)")
 # citations that open a line head what follows ("[1] Title", a source written out as the prompt
@@ -82,7 +84,6 @@ _CITATION = re.compile(r"(?<![A-Za-z0-9_])\[(\d{1,3})\]")
 # answer is refused rather than shown with a mark that points nowhere it was checked
 _CITATION_LIKE = re.compile(r"(?<![A-Za-z0-9_])[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
 MAX_ANSWER_CHARS = 4000  # of the model's text read
-NO_ANSWER = N_("No answer in what you may read.")
 # a passage made from an older text of its document (select_sources): never sent, whatever its score
 OLDER_TEXT = "made from an older text of it"
 # why a model's answer is refused (``checked_answer``): English in ``Answer.refused`` (the JSON API's,
@@ -93,12 +94,6 @@ CITED_NONE = N_("the model's answer cited none of the sources")
 CITED_WORDLESS = N_("the model's answer holds no words, only numbers and citations")
 CITED_UNSUPPORTED = N_("the model's answer is not what its sources say")
 OFF_QUESTION = N_("the model's answer does not speak of the question")
-_WORD = re.compile(r"[^\W\d_]{2,}")  # two letters in a row: a word, in any script
-# scripts written without spaces between words: compared two characters at a time
-_SPACELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-CONTENT_LETTERS = 4  # shorter words are mostly function words (the, und, est): not compared
-STEM_LETTERS = 5  # words compared on their first letters: "indexing" says "indexer", "slowest" "slow"
-_URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
 # a mail address, or a host name without a scheme (a TLD an intranet's links commonly end in):
 # written by a model that did not find it in its sources, it is someone else's address
 _ADDRESS = re.compile(
@@ -107,7 +102,6 @@ _ADDRESS = re.compile(
     r"\b(?:/[^\s<>\"'`)\]]*)?",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 25, 4.2, 15:30, 2026-03-15, 1,000
 
 
 class AnswerFailed(Exception):
@@ -134,65 +128,6 @@ class AnswerConfig:
     support: float = 0.5  # share of a kept sentence's content words its cited sources say
     timeout: float = 30.0
     max_tokens: int = 300
-
-
-@dataclass(frozen=True)
-class AnswerSource:
-    number: int
-    document: str  # the Solr id
-    url: str  # the document's display URL, with a text fragment of the heading where known
-    title: str
-    heading: str
-    text: str  # what was sent
-    score: float
-
-    @property
-    def given(self) -> str:
-        """What the model was given of it, as the check compares a sentence with it: its title and
-        its passage."""
-        return f"{self.title}\n{self.text}"
-
-
-@dataclass(frozen=True)
-class Considered:
-    document: str
-    url: str
-    title: str
-    score: float
-    verdict: str  # "sent as [n]", "below the threshold", "over the budget", OLDER_TEXT
-
-
-@dataclass
-class Answer:
-    question: str
-    sentences: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # text, sources cited
-    sources: list[AnswerSource] = field(default_factory=list)  # those sent, numbered
-    refused: str = ""  # why there is no answer ("" when there is one), in English (the JSON API's)
-    reason: str = ""  # the check's reason within ``refused`` ("" for NO_ANSWER or an answer)
-    considered: list[Considered] = field(default_factory=list)
-    prompt_chars: int = 0
-    model: str = ""
-    seconds: float = 0.0
-    raw: str = field(default="", repr=False)  # the model's text as it came (explain-answer only)
-    # the best passage with its answering sentences marked (extractive.py; issue 93): the answer
-    # without a model, and what the model's prompt points it to with one
-    extract: Extract | None = None
-    asked_model: bool = False  # whether a model was asked (the page offers to ask it otherwise)
-
-    def refusal(self) -> str:
-        """Why there is no answer in the page's language ("" when there is one): ``refused`` is
-        NO_ANSWER, or "No answer: " and one of ``checked_answer``'s reasons."""
-        if not self.refused:
-            return ""
-        if self.reason:
-            return _("No answer: %(reason)s.", reason=translated(self.reason))
-        return translated(self.refused)
-
-    @property
-    def cited(self) -> list[AnswerSource]:
-        """The sources the kept sentences cite, in their numbers' order."""
-        numbers = sorted({number for _text, cites in self.sentences for number in cites})
-        return [source for source in self.sources if source.number in numbers]
 
 
 def answer_config(get: Callable[[str], Any], api_key: str | None) -> AnswerConfig | None:
@@ -303,49 +238,6 @@ def messages(question: str, sources: Sequence[AnswerSource], extract: Extract | 
     ]
 
 
-def content_words(text: str) -> set[str]:
-    """The words of ``text`` that carry its content, as ``supported`` compares them: case-folded,
-    cut to ``STEM_LETTERS`` (a light stem in any language that spaces its words), shorter than
-    ``CONTENT_LETTERS`` left out; in a script without spaces, every two characters."""
-    words: set[str] = set()
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if _SPACELESS.search(word):
-            words.update(word[at : at + 2] for at in range(len(word) - 1))
-        elif len(word) >= CONTENT_LETTERS:
-            words.add(word[:STEM_LETTERS])
-    return words
-
-
-def link_of(url: str) -> str:
-    """A URL as links are compared: its trailing punctuation off, its scheme and host in lower case."""
-    url = url.rstrip(".,;:!?")
-    scheme, _, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{scheme.lower()}://{host.lower()}{slash}{path}"
-
-
-class SourceWords:
-    """What the model was given of one source, as a sentence is compared with it: its content
-    words (and their first CONTENT_LETTERS letters, for a word that ends sooner), its numbers
-    and its links. Made once an answer for each source, whatever its sentences cite."""
-
-    def __init__(self, text: str) -> None:
-        self.words = content_words(text)
-        self.stems = {word[:CONTENT_LETTERS] for word in self.words if len(word) > CONTENT_LETTERS}
-        self.numbers = set(_NUMBER.findall(text))
-        self.links = {link_of(url) for url in _URL.findall(text)}
-        self.folded = text.casefold()  # where an address is looked for, in any case
-
-    def says(self, word: str) -> bool:
-        """Whether the source holds ``word`` (of ``content_words``) or a word that differs from it
-        only in an ending ("slow" and "slowest", "index" and "indexed")."""
-        if word in self.words:
-            return True
-        if len(word) > CONTENT_LETTERS:
-            return word[:CONTENT_LETTERS] in self.words
-        return len(word) == CONTENT_LETTERS and word in self.stems
-
-
 def supported(sentence: str, sources: Sequence[SourceWords | str], question: str = "") -> float:
     """The share of ``sentence``'s content words that the ``sources`` it cites (their titles
     included) say. The question's words are not counted: a model that repeats a question back
@@ -358,22 +250,15 @@ def supported(sentence: str, sources: Sequence[SourceWords | str], question: str
     if not words:
         return 0.0
     links = set().union(*(each.links for each in given))
-    if any(link_of(url) not in links for url in _URL.findall(sentence)):
+    if any(link_of(url) not in links for url in URL.findall(sentence)):
         return 0.0
-    unlinked = _URL.sub(" ", sentence)
+    unlinked = URL.sub(" ", sentence)
     if any(not any(found.casefold().rstrip(".") in each.folded for each in given) for found in _ADDRESS.findall(unlinked)):
         return 0.0
-    numbers = set(_NUMBER.findall(question)).union(*(each.numbers for each in given))
-    if any(number not in numbers for number in _NUMBER.findall(unlinked)):
+    numbers = set(NUMBER.findall(question)).union(*(each.numbers for each in given))
+    if any(number not in numbers for number in NUMBER.findall(unlinked)):
         return 0.0
     return sum(any(each.says(word) for each in given) for word in words) / len(words)
-
-
-def speaks_of(kept: Sequence[str], question: str) -> bool:
-    """Whether the kept sentences name something the question asked (a content word of it); true
-    for a question without one (nothing to compare)."""
-    asked = SourceWords(question)
-    return not asked.words or any(asked.says(word) for text in kept for word in content_words(text))
 
 
 def uncited_headings(text: str) -> list[str]:
@@ -399,19 +284,6 @@ def uncited_headings(text: str) -> list[str]:
     return [" ".join(block) for block in blocks if block]
 
 
-def split_sentences(text: str) -> list[str]:
-    """``text`` (its whitespace collapsed) in sentences: each ends at . ! ? and a space, or at a
-    Japanese or Chinese full stop, but not after an abbreviation or an initial (``_ABBREVIATED``).
-    The one splitter of a model's answer and of a passage (extractive.py)."""
-    pieces: list[str] = []
-    for piece in _SENTENCE.split(" ".join(text.split())):
-        if pieces and _ABBREVIATED.search(pieces[-1][-12:]):  # its end: no scan of what grows
-            pieces[-1] += " " + piece
-        elif piece:
-            pieces.append(piece)
-    return pieces
-
-
 def sentences_of(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """The model's sentences as they would be shown (its citations taken out) with the numbers each
     cites, in its first MAX_ANSWER_CHARS characters."""
@@ -433,7 +305,7 @@ def dropped_because(plain: str, numbers: tuple[int, ...], sources: Sequence[Sour
         return "no citation"
     if "cannot answer" in plain.lower():
         return "says it cannot answer"
-    if not _WORD.search(plain):  # "[2] 4.2." says nothing: dropped as an uncited sentence is
+    if not WORD.search(plain):  # "[2] 4.2." says nothing: dropped as an uncited sentence is
         return "no word"
     share = supported(plain, [sources[number - 1] for number in dict.fromkeys(numbers)], question)
     if share < support:

@@ -20,10 +20,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from searchcrawl.search.answers import NO_ANSWER, Answer, AnswerSource, SourceWords, content_words, speaks_of, split_sentences
+from searchcrawl.search.answer_parts import (
+    NO_ANSWER,
+    Answer,
+    AnswerSource,
+    Extract,
+    SourceWords,
+    content_words,
+    speaks_of,
+    split_sentences,
+)
 from searchcrawl.search.hybrid import cut
 
 logger = logging.getLogger(__name__)
@@ -96,29 +103,6 @@ def marked_sentences(question: str, text: str) -> tuple[list[tuple[str, bool]], 
     chosen = [at for at, count in enumerate(said) if count == best][:MARKED]
     first, last = max(chosen[0] - CONTEXT, 0), min(chosen[-1] + CONTEXT, len(sentences) - 1)
     return [(cut(sentences[at], SENTENCE_CHARS), at in chosen) for at in range(first, last + 1)], best
-
-
-@dataclass(frozen=True)
-class Extract:
-    """The extractive answer: one passage the searcher may read, its sentences around the answer
-    with the answering ones marked, and its citation (``source``: title, link, heading)."""
-
-    source: AnswerSource
-    sentences: tuple[tuple[str, bool], ...]  # (text, marked), in the passage's order
-    score: float  # the passage ranking's score that chose it (kNN, or the re-ranker's)
-
-    @property
-    def marked(self) -> list[str]:
-        return [text for text, marked in self.sentences if marked]
-
-    def as_json(self) -> dict[str, Any]:
-        """As the JSON API and the agents' tool give it."""
-        return {
-            "sentences": [{"text": text, "answering": marked} for text, marked in self.sentences],
-            "source": {"number": self.source.number, "title": self.source.title, "url": self.source.url},
-            "heading": self.source.heading,
-            "score": round(self.score, 4),
-        }
 
 
 def best_extract(question: str, sources: Sequence[AnswerSource], rerank: Reranker | None = None) -> Extract | None:

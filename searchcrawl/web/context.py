@@ -6,7 +6,10 @@ views/analytics_views.py, views/token_views.py). It holds the configuration, the
 searchers' sessions and login throttles, the templates, the Solr client, the database (opened at
 its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query
 analytics' writer, Solr's and Tika's health and the metrics' registry; and the search side the
-search page and the JSON API share (completions, the query log, the hits' links).
+search page, the JSON API and the agent endpoint share: their one search (``search``: the rules,
+the request's semantic search, search/search_run.py's ``run_search``, the query log), their answer
+(``answer``: search/answer_run.py's ``run_answer``, the model's slots, its log's throttle),
+completions, the hits' links. The views are HTTP only.
 
 Solr is reached two ways, and only these (tests/test_architecture.py, "The Searcher trims"): a
 searcher's index (``searcher``: a TrimmedIndex bound to the principals of the one who searches,
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,12 +50,14 @@ from searchcrawl.rules.lifecycle import delta_label, state_label
 from searchcrawl.rules.notify_events import event_label
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
-from searchcrawl.search import answers, extractive, suggestions
-from searchcrawl.search.answers import Answer, AnswerConfig
+from searchcrawl.search import suggestions
+from searchcrawl.search.answer_parts import Answer
+from searchcrawl.search.answer_run import ModelSlots, run_answer
+from searchcrawl.search.answers import AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
-from searchcrawl.search.search_request import FACET_TITLES
-from searchcrawl.search.search_run import SearchPage
+from searchcrawl.search.search_request import FACET_TITLES, SearchRequest
+from searchcrawl.search.search_run import SearchPage, run_search
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
@@ -74,11 +80,12 @@ from searchcrawl.web.source_editor import TestCrawls
 
 logger = logging.getLogger(__name__)
 
-# questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
+# why an answer is missing (run_answer's ``AnswerRun.failed``): logged at most once a minute
 ANSWER_FAILED_LOG = OncePer(60)
 # answers asked of the model at once (each holds one of the pages' threads until it answers): more
 # get the hits alone, never a page that waits for a thread
 ANSWERS_AT_ONCE = 4
+# questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
 # the ones pages share: more wait for one of these, never for a visitor's search
 DIRECTORY_THREADS = 64
 CACHED_COPIES_AT_ONCE = 4  # cached copies read at once (search_views.cached)
@@ -118,6 +125,26 @@ def here(request: Request, code: int) -> str:
     if request.method == "GET" and code == 200 and request.url.query:
         return f"{request.url.path}?{request.url.query}"
     return request.url.path
+
+
+def log_search(writer: analytics.Analytics, page: SearchPage, seconds: float, client: str, user: str | None) -> str:
+    """Logs a search (analytics.py: queued, never waited for) and returns its id, for its hits'
+    click links (``analytics.click_url``), with the hits it showed (what a click on one skipped:
+    search/click_judgments.py). ``client``: "web", "api" or "mcp" (``WebContext.search``)."""
+    query = page.request
+    filters = [*query.filters, ("from", query.date_from), ("to", query.date_to)]
+    return writer.record(
+        query.q,
+        [(name, value) for name, value in filters if value],
+        query.sort,
+        query.page,
+        page.total,
+        seconds * 1000,
+        client,
+        user,
+        # the first page's hits only: its clicks are what click judgments read
+        shown=(page.first, [hit.url for hit in page.hits]) if query.page == 1 else (1, ()),
+    )
 
 
 @dataclass
@@ -209,6 +236,17 @@ class WebConfig:
         return any(way is not None for way in (self.directory, self.oidc, self.saml, self.kerberos))
 
 
+@dataclass(frozen=True)
+class WebSearch:
+    """A search the web application ran (``WebContext.search``): its page of results, the id the
+    search log gave it ("" without a query: not logged), for its hits' click links, and the
+    request's semantic search (None when off), whose embedded query its answer reuses."""
+
+    page: SearchPage
+    search_id: str
+    semantic: SemanticSearch | None
+
+
 @dataclass
 class WebContext:
     """The services of one web application (see the module's docstring)."""
@@ -282,7 +320,7 @@ class WebContext:
         # the relevance rules every search applies (ranking_rules.py): cached, failing open
         self.relevance = ranking_rules.RuleCache(self._read_rules, self.config.relevance_ttl)
         self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
-        self.answer_slots = threading.BoundedSemaphore(ANSWERS_AT_ONCE)
+        self.answer_slots = ModelSlots(ANSWERS_AT_ONCE)  # answers waiting on the model (run_answer)
         self._reader: Database | None = None
         # query analytics: a background writer, so a search never waits for the database
         self.analytics = analytics.Analytics(
@@ -439,46 +477,19 @@ class WebContext:
         ask_model: bool = True,
         semantic: SemanticSearch | None = None,
     ) -> Answer | None:
-        """The answer to ``question`` from what the searcher of ``index`` may read: with ``ask_model`` and a
-        model server, the model's (search/answers.py), its prompt led by the extractive answer
-        when that is on; else the extractive answer alone (search/extractive.py); None when what
-        is asked is off, or the model (without an extract to show instead) or Solr failed (logged
-        at most once a minute: the hits are shown alone). Never cached: each searcher's own.
-        ``semantic``: the request's (``SemanticSearch.for_request``: its query embedded once), else
-        the installation's."""
-        semantic = semantic or self.semantic
-        if semantic is None or not question.strip():
-            return None
-        model = semantic.active()
-        config = self.config.answers if ask_model else None
-        if config is None:
-            if self.config.extractive is None:
-                return None
-            try:
-                return answers.answer(
-                    index, model, question, self.config.extractive, filters, params, lead=extractive.with_extract
-                )
-            except Exception as exc:  # noqa: BLE001 - Solr or the embedding model failing: the hits alone
-                if ANSWER_FAILED_LOG():
-                    logger.warning("No extractive answer (the hits are shown alone): %s", type(exc).__name__)
-                return None
-        if not self.answer_slots.acquire(blocking=False):  # as many answers as allowed wait on the model
-            if ANSWER_FAILED_LOG():
-                logger.warning("No answer: %d answers are waiting for the model already", ANSWERS_AT_ONCE)
-            return None
-        try:
-            lead = extractive.with_extract if self.config.extractive is not None else None
-            return answers.answer(index, model, question, config, filters, params, lead=lead)
-        except answers.AnswerFailed as exc:  # a model that fails or answers junk: its extract, or the hits alone
-            if ANSWER_FAILED_LOG():
-                logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)
-            return exc.gathered if exc.gathered is not None and exc.gathered.extract is not None else None
-        except Exception as exc:  # noqa: BLE001 - Solr failing: the hits alone
-            if ANSWER_FAILED_LOG():
-                logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)
-            return None
-        finally:
-            self.answer_slots.release()
+        """The answer to ``question`` from what the searcher of ``index`` may read, or None (the
+        hits alone): search/answer_run.py's ``run_answer``, the model's answer where ``ask_model``
+        and a model server, else the extractive one; the model asked by ``ANSWERS_AT_ONCE``
+        answers at most (``answer_slots``), and why there is none logged at most once a minute.
+        ``semantic``: the request's (``SemanticSearch.for_request``: its query embedded once),
+        else the installation's."""
+        generative = self.config.answers if ask_model else None
+        run = run_answer(
+            index, semantic or self.semantic, question, filters, params, generative, self.config.extractive, self.answer_slots
+        )
+        if run.failed and ANSWER_FAILED_LOG():
+            logger.warning("%s", run.failed)
+        return run.answer
 
     def completions(self, text: str, index: TrimmedIndex) -> list[suggestions.Suggestion]:
         """The completions of ``text`` that the searcher of ``index`` may see (suggestions.py): readable
@@ -500,24 +511,29 @@ class WebContext:
         searcher's own documents answer."""
         return self.analytics.completions(prefix, suggestions.MAX_CANDIDATES)
 
-    def record_search(self, page: SearchPage, seconds: float, client: str, user: str | None) -> str:
-        """Logs a search (analytics.py: queued, never waited for) and returns its id, for its
-        hits' click links (``analytics.click_url``), with the hits it showed (what a click on
-        one skipped: search/click_judgments.py). The JSON API calls it with client "api"."""
-        query = page.request
-        filters = [*query.filters, ("from", query.date_from), ("to", query.date_to)]
-        return self.analytics.record(
-            query.q,
-            [(name, value) for name, value in filters if value],
-            query.sort,
-            query.page,
-            page.total,
-            seconds * 1000,
-            client,
-            user,
-            # the first page's hits only: its clicks are what click judgments read
-            shown=(page.first, [hit.url for hit in page.hits]) if query.page == 1 else (1, ()),
-        )
+    def search(
+        self,
+        index: TrimmedIndex,
+        query: SearchRequest,
+        client: str,
+        user: str | None,
+        rows: int | None = None,
+        spellcheck: bool = True,
+        started: float | None = None,
+    ) -> WebSearch:
+        """The search of the search page (client "web"), the JSON API ("api") and the agents'
+        endpoint ("mcp") alike, as the searcher of ``index`` may read: the relevance rules in
+        effect, the request's semantic search (its query embedded once, for its answer too),
+        search/search_run.py's ``run_search``, and the search logged (``log_search``) when it
+        has a query. ``rows``: the page's size (the application's by default); ``started``: when
+        the request began (``time.perf_counter``; now by default), the time logged. Blocking (call
+        it in a thread); raises IndexingError when Solr fails, and nothing is logged."""
+        started = time.perf_counter() if started is None else started
+        rules = self.relevance.get()
+        semantic = self.semantic.for_request() if self.semantic is not None else None
+        page = run_search(index, query, rows or self.config.rows, spellcheck, rules, None, semantic)
+        search_id = log_search(self.analytics, page, time.perf_counter() - started, client, user) if query.q else ""
+        return WebSearch(page, search_id, semantic)
 
     def hit_link(self, search_id: str) -> Callable[[int, str], str]:
         """A hit's link on a result page: through ``/click`` (its rank recorded, then redirected)

@@ -28,7 +28,7 @@ from searchcrawl.web.sign_on.searchers import Searcher, header_user
 from searchcrawl.web.sign_on.sessions import Session, Sessions
 
 if TYPE_CHECKING:
-    from searchcrawl.search.answers import Answer
+    from searchcrawl.search.answer_parts import Answer
     from searchcrawl.search.hybrid import SemanticSearch
     from searchcrawl.search.search_request import SearchRequest
     from searchcrawl.search.searcher import TrimmedIndex
@@ -265,13 +265,6 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
     """Blocking work (Solr, the database, a process) off the event loop. Opening the database
     (``WebContext.database``) is such work too: pass a function that reads it, never its value."""
     return await run_in_threadpool(function, *args)
-
-
-async def request_semantic(ctx: WebContext) -> SemanticSearch | None:
-    """The request's semantic search (``SemanticSearch.for_request``: its query embedded once),
-    None when off; in a thread: choosing the model may ask Solr (whether a backfill is complete,
-    at most once a minute), which must not hold every other request on the event loop."""
-    return await in_thread(ctx.semantic.for_request) if ctx.semantic is not None else None
 
 
 async def answer_of(

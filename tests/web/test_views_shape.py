@@ -166,3 +166,61 @@ def test_no_class_of_web_is_a_container_of_everything() -> None:
                     large[(name, node.name)] = count
     assert large.keys() <= LARGE_CLASSES.keys(), f"classes of more than {MAX_METHODS} methods: {large}"
     assert LARGE_CLASSES.keys() <= large.keys(), "named in LARGE_CLASSES but no longer large: remove them"
+
+
+# the search's and the answer's runs (search/) and what they are made of: in web/, the context runs
+# them (WebContext.search: the rules, the request's semantic search, run_search, the search log;
+# WebContext.answer: run_answer, its slots and its log), the views hand it the request's values
+RUNS = {
+    "searchcrawl.search.search_run": {"run_search"},
+    "searchcrawl.search.answer_run": {"run_answer"},
+    "searchcrawl.search.answers": {"answer"},
+    "searchcrawl.search.extractive": {"with_extract"},
+}
+RUN_NAMES = set().union(*RUNS.values())
+
+
+def runs_named(node: ast.AST) -> list[str]:
+    """The runs of RUNS ``node`` imports or reads as an attribute (``answers.answer``, ``ctx.record_search`` too)."""
+    found = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.ImportFrom) and child.module in RUNS:
+            found += [f"{child.module}.{alias.name}" for alias in child.names if alias.name in RUNS[child.module]]
+        elif isinstance(child, ast.ImportFrom) and child.module == "searchcrawl.search":
+            found += [f"searchcrawl.search.{alias.name}" for alias in child.names if f"searchcrawl.search.{alias.name}" in RUNS]
+        elif isinstance(child, ast.Import):
+            found += [alias.name for alias in child.names if alias.name in RUNS]
+        elif isinstance(child, ast.Attribute) and (
+            child.attr in RUN_NAMES - {"answer"} | {"record_search", "log_search"} or ast.unparse(child) == "answers.answer"
+        ):  # (``ctx.answer`` is the context's)
+            found.append(ast.unparse(child))
+    return found
+
+
+def test_the_views_are_http_only_the_context_runs_the_searches_and_the_answers() -> None:
+    """Issue 101, points 5 and 6: the search page's, the JSON API's and the agents' searches are one
+    call of the context (``WebContext.search``), their answers another (``WebContext.answer``);
+    no other module of web/ imports or calls the search's or the answer's run."""
+    for name in modules():
+        if name != "context":
+            assert runs_named(tree(name)) == [], f"{name}.py runs a search or an answer itself: call the context's"
+    assert {"searchcrawl.search.search_run.run_search", "searchcrawl.search.answer_run.run_answer"} <= set(
+        runs_named(tree("context"))
+    )
+
+
+def test_a_view_that_runs_the_search_itself_is_found() -> None:
+    view = ast.parse(
+        "from searchcrawl.search import answers\n"
+        "from searchcrawl.search.search_run import run_search\n"
+        "async def search(ctx, request):\n"
+        "    page = await in_thread(run_search, index, query)\n"
+        "    ctx.record_search(page, 0.1, 'web', None)\n"
+        "    return answers.answer(index, model, query.q, config)\n"
+    )
+    assert runs_named(view) == [
+        "searchcrawl.search.answers",
+        "searchcrawl.search.search_run.run_search",
+        "ctx.record_search",
+        "answers.answer",
+    ]

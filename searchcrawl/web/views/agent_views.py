@@ -28,7 +28,6 @@ as client "mcp".
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,7 +43,6 @@ from searchcrawl.search.answers import answer_json
 from searchcrawl.search.cached_copy import by_url, cached_copy
 from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import in_thread
@@ -129,26 +127,15 @@ def _caller(context: Context[Any, Any, Any]) -> Caller:
 
 
 async def _search(ctx: WebContext, caller: Caller, query: str, source: str | None, rows: int) -> dict[str, Any]:
-    """The ``search`` tool: the search page's search (run_search) as the caller, recorded by query
-    analytics; its hits as the JSON API gives them."""
+    """The ``search`` tool: the search page's search (``WebContext.search``) as the caller, logged
+    by query analytics as client "mcp"; its hits as the JSON API gives them."""
     searcher, token_name, user = caller
     request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
-    started = time.perf_counter()
     try:
-        rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(
-            run_search,
-            searcher.index,
-            request,
-            max(1, min(rows, MAX_ROWS)),
-            False,
-            rules,
-            None,
-            ctx.semantic,
-        )
+        done = await in_thread(ctx.search, searcher.index, request, "mcp", user, max(1, min(rows, MAX_ROWS)), False)
     except IndexingError:
         return {"error": "unavailable"}
-    ctx.record_search(page, time.perf_counter() - started, "mcp", user)  # query analytics, as the API's
+    page = done.page
     logger.info("Agent search by token %r (%s): %d hits", token_name, user or "public", page.total)
     return {"total": page.total, "hits": [api.hit_json(hit) for hit in [*page.bets, *page.hits]]}
 

@@ -14,11 +14,10 @@ from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
 from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.shared import answer_of, in_thread, request_semantic, searcher_principals
+from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
 from searchcrawl.web.sign_on.searchers import Searcher
 
 logger = logging.getLogger(__name__)
@@ -79,10 +78,8 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     cors, searcher, token_name, user = caller
     started = time.perf_counter()
     query = SearchRequest.from_params(request.query_params)
-    try:
-        rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
-        semantic = await request_semantic(ctx)  # the query embedded once
-        page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
+    try:  # the page's search: its boosts and best bets too, logged as client "api"
+        done = await in_thread(ctx.search, searcher.index, query, "api", user or None, None, True, started)
     except IndexingError as exc:
         log_failed_search("API search", query.q, exc)
         return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
@@ -92,12 +89,10 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
             completions = await in_thread(ctx.completions, query.q, searcher.index)
         except Exception as exc:  # noqa: BLE001 - suggestions never break a search
             logger.warning("API suggestions (%d characters) failed: %s", len(query.q), type(exc).__name__)
-    if query.q:  # logged as the page's searches are (analytics.py), as client "api"
-        ctx.record_search(page, time.perf_counter() - started, "api", user or None)
-    logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
-    answer = api.page_json(page, api.searcher_json(searcher.principals), [item.as_json() for item in completions])
+    logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", done.page.total)
+    answer = api.page_json(done.page, api.searcher_json(searcher.principals), [item.as_json() for item in completions])
     try:
-        found = await answer_of(ctx, request, query, searcher.index, semantic=semantic)
+        found = await answer_of(ctx, request, query, searcher.index, semantic=done.semantic)
     except IndexingError as exc:
         log_failed_search("API answer", query.q, exc)
         found = None

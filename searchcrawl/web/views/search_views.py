@@ -16,7 +16,7 @@ from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.search_request import SearchRequest, day
-from searchcrawl.search.search_run import display_url, highlighted, run_search
+from searchcrawl.search.search_run import display_url, highlighted
 from searchcrawl.search.searcher import log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
@@ -30,7 +30,6 @@ from searchcrawl.web.shared import (
     in_thread,
     local_back,
     personal,
-    request_semantic,
     set_cookie,
     who_searches,
 )
@@ -70,28 +69,25 @@ async def search(ctx: WebContext, request: Request) -> Response:
     query = SearchRequest.from_params(request.query_params)  # every value of a repeated facet parameter
     searcher = await who_searches(ctx, request)
     try:
-        rules = await in_thread(ctx.relevance.get)
-        semantic = await request_semantic(ctx)  # the query embedded once
-        page = await in_thread(run_search, searcher.index, query, ctx.config.rows, True, rules, None, semantic)
-        found = await answer_of(ctx, request, query, searcher.index, unasked=True, semantic=semantic)
+        done = await in_thread(ctx.search, searcher.index, query, "web", searcher.user, None, True, started)
+        found = await answer_of(ctx, request, query, searcher.index, unasked=True, semantic=done.semantic)
     except IndexingError as exc:
         log_failed_search("Search", query.q, exc)
         failed = render_search(
             ctx, request, 503, page=None, query=query, searcher=searcher, error=_("The index cannot be searched now.")
         )
         return personal(ctx, failed)
-    search_id = ctx.record_search(page, time.perf_counter() - started, "web", searcher.user) if query.q else ""
     return personal(
         ctx,
         render_search(
             ctx,
             request,
-            page=page,
+            page=done.page,
             query=query,
             searcher=searcher,
             error="",
             default_rows=ctx.config.rows,
-            hit_link=ctx.hit_link(search_id),
+            hit_link=ctx.hit_link(done.search_id),
             answer=found,
             answer_url=ctx.url("/" + query.url() + "&answer=1")  # the search's own parameters, none other
             if ctx.config.answers and ctx.semantic and query.q and not (found and found.asked_model)
