@@ -219,7 +219,7 @@ def test_defined_names() -> None:
 
 
 # --- The Searcher trims ----------------------------------------------------------------------------
-# Only search/searcher.py's TrimmedIndex sends a searcher's query to Solr, and it adds the searcher's
+# Only search/trimmed_index.py's TrimmedIndex sends a searcher's query to Solr, and it adds the searcher's
 # trimming (access/decision.py ``solr_trimming``) to every request itself. Views and commands are
 # given the searcher's index alone, its principals bound once where the searcher is known; the raw
 # client reaches the operators' untrimmed paths alone. Read from the syntax trees as a small type
@@ -235,13 +235,13 @@ def test_defined_names() -> None:
 #     own, and the operators' paths, each with its reason;
 #   * a TrimmedIndex is built (principals bound to Solr) only in TRIMMED_BUILDERS: where a searcher
 #     is known (the web context, once a request; a command's ``--as USER``) and explain-answer;
-#   * ``solr_trimming`` is named in searcher.py alone (and defined in access/decision.py);
+#   * ``solr_trimming`` is named in trimmed_index.py alone (and defined in access/decision.py);
 #   * the web context's client is private (``_solr``, read in web/context.py alone): the operators'
 #     paths get it from its accessor ``operator_solr``, whose readers OPERATOR_SOLR_CALLERS names;
 #   * the web context's ``searcher(principals)`` (the door that binds any principals) is reached only
 #     from SEARCHER_CALLERS, each with its reason;
 #   * in web/, commands/ and search/ the TrimmedIndex's private attributes (``_index``, the raw
-#     client; ``_filters``, ``_params``) are read in search/searcher.py alone, and nothing reflects
+#     client; ``_filters``, ``_params``) are read in search/trimmed_index.py alone, and nothing reflects
 #     (``vars()``, ``__dict__``, ``setattr``, ``getattr`` with a name that is not a literal, a bound
 #     method's ``__self__`` or ``__func__``, a function's ``__globals__`` or ``__closure__``,
 #     ``inspect``, imported at all): a reflected value, or an object's ``_index``, is typed as the
@@ -252,7 +252,7 @@ def test_defined_names() -> None:
 #     the client itself, or the door (TrimmedIndex, by the second rule); handed to anything else (a
 #     searcher's query, a helper, functools.partial, a new module below search/), it fails.
 
-SEARCHER = "searchcrawl.search.searcher"
+SEARCHER = "searchcrawl.search.trimmed_index"
 TRIMMING = "solr_trimming"
 SOLR_TYPES = frozenset(
     {"SolrIndex", "pysolr.Solr", "SolrIndex | None", "IndexedDocuments"}
@@ -1006,7 +1006,7 @@ def test_only_the_searcher_and_the_named_operator_paths_query_solr() -> None:
 
 def test_only_the_searcher_builds_the_trimming() -> None:
     named = sorted(module for module, source in _sources() if trimming_named(module, source))
-    assert named == [SEARCHER], "solr_trimming named outside search/searcher.py (ask through a TrimmedIndex)"
+    assert named == [SEARCHER], "solr_trimming named outside search/trimmed_index.py (ask through a TrimmedIndex)"
 
 
 def test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query() -> None:
@@ -1040,7 +1040,7 @@ def test_only_the_named_places_build_a_searcher() -> None:
 RAW_CALLS = """
 import re
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 WORD = re.compile(r"\\w")
 
@@ -1088,7 +1088,7 @@ def test_the_searchers_rule_finds_a_raw_call_a_raw_client_handed_on_and_the_trim
 
 ALIASED = """
 from functools import partial
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def search(ctx: WebContext, request: Request) -> Response:
     s = ctx.operator_solr()
@@ -1119,7 +1119,7 @@ def bare(client, q):
 """
 
 PASSING = """
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.web import admin
 from searchcrawl.search.answer_explanation import explain_answer as lines
 
@@ -1172,7 +1172,7 @@ def test_the_searchers_rule_is_a_type_check_an_alias_or_a_raw_request_fails_it()
 
 DODGES = """
 import copy
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def inner(ctx: WebContext, request: Request) -> Response:
     searcher = await who_searches(ctx, request)
@@ -1235,7 +1235,7 @@ def test_the_searchers_rule_finds_the_reviews_dodges() -> None:
 VIEW = "searchcrawl.web.views.search_views"
 
 HEALTH_CLIENT = """
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def health(ctx: WebContext, request: Request) -> Response:
     raw = ctx.health.solr.__self__
@@ -1253,7 +1253,7 @@ CONSTRUCTED = """
 import pysolr as p
 from pysolr import Solr
 from searchcrawl.index.solr_client import SolrIndex as Index
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def aliased(ctx: WebContext, request: Request) -> Response:
     raw = p.Solr(ctx.config.solr_url)
@@ -1328,7 +1328,7 @@ def test_every_handler_but_the_writes_the_ping_and_the_administration_is_a_read(
 
 ACCESSOR = """
 from operator import attrgetter, methodcaller
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def named(ctx: WebContext, request: Request) -> Response:
     raw = getattr(ctx, "operator_solr")()
@@ -1374,7 +1374,7 @@ def test_an_attribute_read_by_getattr_is_read() -> None:
 REFLECTED = """
 import inspect
 from inspect import getmembers as members_of
-from searchcrawl.search.search_run import run_search
+from searchcrawl.search.results import run_search
 
 async def members(ctx: WebContext, request: Request) -> Response:
     raw = dict(inspect.getmembers(ctx))["_solr"]

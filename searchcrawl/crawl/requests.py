@@ -27,9 +27,9 @@ from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import StatsCollector
 
 from searchcrawl.config.source_derived import rule_chain
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
 from searchcrawl.crawl.signals import run_started, urls_excluded
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.chain import SKIPPED, Rewrite, RuleChain, RuleStep
 from searchcrawl.rules.rendering import render_mode
 from searchcrawl.rules.status_codes import Status

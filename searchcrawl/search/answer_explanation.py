@@ -25,7 +25,7 @@ from searchcrawl.index.solr_client import PASSAGES, SolrIndex
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, SourceWords, answer, dropped_because, sentences_of
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
 from searchcrawl.system.translations import N_
 

@@ -41,7 +41,7 @@ import requests
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
 from searchcrawl.search.hybrid import TEXT_DIGEST, SemanticModel, made_from_current, nearest_documents
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.system.translations import N_, translated
 from searchcrawl.system.translations import gettext as _
 

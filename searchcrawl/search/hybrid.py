@@ -1,6 +1,6 @@
 """Hybrid retrieval: the words query and a kNN query of passages, fused by rank (issue 76).
 
-Both are asked through the searcher's ``TrimmedIndex`` (searcher.py): the words query as every
+Both are asked through the searcher's ``TrimmedIndex`` (trimmed_index.py): the words query as every
 search is; the kNN query as its own main query (``TrimmedIndex.nearest``), so that the trimming
 and the search's own filters (facets, dates: each passage holds a copy of its document's fields)
 pre-filter it, and its top k are passages the searcher may read, however little of the index that
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
-from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
 from searchcrawl.semantic.embedders import (
     NO_FLOOR,
     Embedder,

@@ -50,9 +50,9 @@ from searchcrawl.search import answers, extractive, suggestions
 from searchcrawl.search.answers import Answer, AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
-from searchcrawl.search.search_request import FACET_TITLES
-from searchcrawl.search.search_run import SearchPage
-from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.search.request import FACET_TITLES
+from searchcrawl.search.results import SearchPage
+from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.audit_log import AuditLog
@@ -68,7 +68,7 @@ from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
 from searchcrawl.web.sign_on.saml import SamlClient, SamlConfig
-from searchcrawl.web.sign_on.searchers import Proxies, Searcher
+from searchcrawl.web.sign_on.searcher import Proxies, Searcher
 from searchcrawl.web.sign_on.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.source_editor import TestCrawls
 

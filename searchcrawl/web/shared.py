@@ -24,14 +24,14 @@ from searchcrawl.search.extractive import is_question
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.sign_on.providers import provider_principals
-from searchcrawl.web.sign_on.searchers import Searcher, header_user
+from searchcrawl.web.sign_on.searcher import Searcher, header_user
 from searchcrawl.web.sign_on.sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
     from searchcrawl.search.hybrid import SemanticSearch
-    from searchcrawl.search.search_request import SearchRequest
-    from searchcrawl.search.searcher import TrimmedIndex
+    from searchcrawl.search.request import SearchRequest
+    from searchcrawl.search.trimmed_index import TrimmedIndex
     from searchcrawl.web.context import WebConfig, WebContext
 
 logger = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer, SlowProxy
 from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_proxies import served
-from tests.web.test_searchers import csrf_of, sign_in, signed_in
+from tests.web.test_searcher import csrf_of, sign_in, signed_in
 
 HEADER = "x-remote-user"
 

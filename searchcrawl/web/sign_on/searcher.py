@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 MAX_USER_CHARS = 256
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")

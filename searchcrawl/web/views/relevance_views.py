@@ -25,8 +25,8 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
-from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.results import judged_run
+from searchcrawl.search.trimmed_index import TrimmedIndex, log_failed_search
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, number

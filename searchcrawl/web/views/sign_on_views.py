@@ -18,7 +18,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
-from searchcrawl.search.search_request import search_back
+from searchcrawl.search.request import search_back
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
