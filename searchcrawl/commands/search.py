@@ -30,7 +30,7 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Rules

@@ -45,7 +45,8 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import DirectoryConfig, directory_of
+from searchcrawl.access.directory import DirectoryConfig
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.request import SearchRequest

@@ -16,7 +16,7 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.suggestions import MAX_SUGGESTIONS, suggest

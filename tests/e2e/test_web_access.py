@@ -24,7 +24,7 @@ from scrapy.settings import Settings
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
 from searchcrawl.search.labels import type_label
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
