@@ -64,12 +64,11 @@ from searchcrawl.store.searches import Searches
 from searchcrawl.system import translations
 from searchcrawl.web import analytics, api
 from searchcrawl.web.roles import AdminUser, RoleMap
-from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
 from searchcrawl.web.sign_on.saml import SamlClient, SamlConfig
 from searchcrawl.web.sign_on.searcher import Proxies, Searcher
-from searchcrawl.web.sign_on.sessions import LoginThrottle, SearcherSessions, Sessions
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE, LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.source_editor import TestCrawls
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.sign_on.providers import provider_principals
 from searchcrawl.web.sign_on.searcher import Searcher, header_user
-from searchcrawl.web.sign_on.sessions import Session, Sessions
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE, Session, Sessions
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SESSION_COOKIE = "searchcrawl_session"
 LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double submit)
 # a searcher's session and sign-in form: names of their own, on the search page's path
 SEARCHER_COOKIE = "searchcrawl_searcher"

@@ -33,7 +33,8 @@ from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form, who_searches
+from searchcrawl.web.shared import admin_gate, audited, flash, in_thread, small_form, who_searches
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 
 logger = logging.getLogger(__name__)
 # what the relevance page says to its administrator after a change: messages (marked N_, each with its

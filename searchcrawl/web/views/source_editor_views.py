@@ -27,7 +27,8 @@ from searchcrawl.system.translations import gettext as _
 from searchcrawl.web import admin
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_limited_thread, in_thread, small_form
+from searchcrawl.web.shared import admin_gate, audited, flash, in_limited_thread, in_thread, small_form
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 from searchcrawl.web.source_editor import (
     MAX_SOURCE_BYTES,
     TEMPLATE,
