@@ -25,6 +25,7 @@ READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
     architecture.test_no_package_imports_a_higher_level,
     architecture.test_every_named_upward_import_still_happens,
     architecture.test_packages_form_no_cycle,
+    architecture.test_no_two_modules_import_each_other,
     architecture.test_no_name_is_defined_in_two_modules,
     architecture.test_defined_names,
     architecture.test_only_the_searcher_and_the_named_operator_paths_query_solr,
