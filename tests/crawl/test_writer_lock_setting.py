@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.crawl.extensions import stores
+from searchcrawl.crawl import stores
 from searchcrawl.ops import local_fleet
 
 
