@@ -283,7 +283,7 @@ SEARCHCRAWL_KERBEROS_KEYTAB = ""
 SEARCHCRAWL_KERBEROS_REALM = ""
 SEARCHCRAWL_KERBEROS_SERVICE = ""
 SEARCHCRAWL_KERBEROS_NAME = "Windows sign-in (Kerberos)"
-SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search/search_request.py ROWS)
+SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search/request.py ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in
 # the project's database and kept this many days (0: nothing is logged, hits link straight to
@@ -374,7 +374,7 @@ EXTENSIONS = {
     # the one writer of URL states, and the one admission of URLs (the source's rule chain):
     # built in this order, before the engine's components, which take what they use in their
     # from_crawler (crawler.get_extension); a source's crawl refuses to run without them
-    "searchcrawl.crawl.extensions.stores.Stores": -900,
+    "searchcrawl.crawl.stores.Stores": -900,
     "searchcrawl.crawl.ledger_writer.LedgerWriter": -850,
     "searchcrawl.crawl.requests.Admission": -800,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line

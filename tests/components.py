@@ -25,13 +25,13 @@ from scrapy.utils.test import get_crawler, get_reactor_settings
 
 from searchcrawl import settings as project_settings
 from searchcrawl.config.source import SourceFile, load_source
-from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, plan_run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.crawl.spiderloader import spider_class_for
+from searchcrawl.crawl.stores import Stores, stores_of
 from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.store.database import Database, process_owner
 from searchcrawl.store.frontier import Frontier

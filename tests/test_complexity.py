@@ -12,14 +12,10 @@ import ast
 from tests.syntax_trees import Function, Where, beyond_the_named, functions
 
 LIMIT = 20
-# the search's code, moved into search/ and split by issue 95 point 1 but for hybrid.fuse, which
-# the re-ranking stage (issue 93, another change under way) plugs in beside: split after it
-SEARCH_CODE = "the search's code: left whole by issue 95 point 1 while issue 93's re-ranking plugs in beside it"
 
-# (module path, function's qualified name): a function above LIMIT, and why (at most 5)
-ABOVE_20: dict[Where, str] = {
-    ("searchcrawl/search/hybrid.py", "fuse"): SEARCH_CODE + " (the reciprocal-rank fusion of words and passages)",
-}
+# (module path, function's qualified name): a function above LIMIT, and why (at most 5; none now:
+# the last, search/hybrid.py's fuse, was split into named steps by issue 101 point 7)
+ABOVE_20: dict[Where, str] = {}
 MOST = 5
 
 

@@ -25,7 +25,7 @@ READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
     architecture.test_no_package_imports_a_higher_level,
     architecture.test_every_named_upward_import_still_happens,
     architecture.test_packages_form_no_cycle,
-    architecture.test_no_modules_import_each_other_in_a_circle_but_the_named,
+    architecture.test_no_two_modules_import_each_other,
     architecture.test_the_answers_modules_import_one_way,
     architecture.test_no_name_is_defined_in_two_modules,
     architecture.test_defined_names,

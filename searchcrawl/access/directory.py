@@ -475,14 +475,3 @@ class DirectoryConfig:
         )
         config.compared  # noqa: B018 - a filter comparing no attribute with {user} stops here
         return config
-
-
-def directory_of(settings: BaseSettings) -> Directory | None:
-    """The installation's directory (SEARCHCRAWL_LDAP_URL), None without one."""
-    if not settings.get("SEARCHCRAWL_LDAP_URL"):
-        return None
-    # the LDAP client (ldap3 and pyasn1: a tenth of a second of CPU) is imported only where a
-    # directory is set: Scrapy imports every command module on each `scrapy` command, a crawl too
-    from searchcrawl.access.ldap_directory import LdapDirectory  # noqa: PLC0415
-
-    return LdapDirectory(DirectoryConfig.from_settings(settings))

@@ -1,6 +1,6 @@
 """The directory over LDAP (ldap3): ``LdapDirectory`` binds, searches and caches; what it reads is
 turned into principals by directory.py's plain functions. A module of its own so that ldap3 is
-imported only where a directory is set (``directory_of``), not by every `scrapy` command."""
+imported only where a directory is set (directory_setting.py ``directory_of``), not by every `scrapy` command."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from searchcrawl.system import paths  # noqa: E402
 @contextmanager
 def open_database(settings: BaseSettings, migrate: bool = False) -> Iterator[Database]:
     """The document table's database for a command: read-only commands (status, report, solr
-    migrate-ids) never migrate it (explain reads it through its read-only crawl's stores (crawl/extensions/stores.py));
+    migrate-ids) never migrate it (explain reads it through its read-only crawl's stores (crawl/stores.py));
     commands that write (control) bring it up to date as a crawl would."""
     database = Database(paths.db_url(settings), migrate=migrate)
     try:

@@ -16,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.explanation import URL_WANTED, access_lines, explainable_url
 from searchcrawl.commands import open_database
 from searchcrawl.commands.search import principals_of

@@ -48,13 +48,13 @@ from searchcrawl.content.convert import sniff_kind
 from searchcrawl.content.extract import body_of, mimetype_of
 from searchcrawl.content.regions import ContentRegions, RegionDecision, RegionText, Selectors
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, NOT_FOUND_PAGE, PROXY
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.spider import REFUSING, SourceSpider, fetch_record, seed_urls
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.boundary import ScopeDecision
 from searchcrawl.rules.chain import RuleChain, RuleStep

@@ -1,7 +1,7 @@
 """`scrapy relevance <source|all> --queries Q --judgments J`: how well the search finds what
 people look for, measured on judged queries (search/evaluation.py: the formats and the figures).
 
-Each query is searched exactly as the search page searches (search/search_run.py ``judged_run``:
+Each query is searched exactly as the search page searches (search/results.py ``judged_run``:
 ``run_search``, best bets above the hits, the relevance page's boosts, one hit per URL), trimmed
 to a searcher (``--as USER``: what that directory user may read; default: the public documents),
 over ``<source>`` only or over the whole index (``all``). Printed: nDCG@10, MRR@10, recall@10 and
@@ -52,7 +52,7 @@ from searchcrawl.search.evaluation import (
 )
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import RANKINGS
-from searchcrawl.search.search_run import judged_run
+from searchcrawl.search.results import judged_run
 from searchcrawl.store import Database
 from searchcrawl.store.searches import Period, Searches
 from searchcrawl.system import paths

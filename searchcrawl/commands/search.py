@@ -1,8 +1,8 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-The search page's search: search/search_run.py's ``run_search``, the one search of the page, the
+The search page's search: search/results.py's ``run_search``, the one search of the page, the
 JSON API and the agents' endpoint, asked with the request the page makes of ``?q=<query>&source=
-<name>`` (search_request.py), so the same hits in the same order: one hit per URL, the /select
+<name>`` (request.py), so the same hits in the same order: one hit per URL, the /select
 handler's edismax semantics, the administrator's best bets (printed above the hits, not repeated
 among them), boosts and demotions (the relevance page, searchcrawl/rules/ranking_rules.py, read
 from the project's database), the passages found by meaning fused with the words where semantic
@@ -30,15 +30,15 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import MAX_QUERY_CHARS, matching
-from searchcrawl.search.search_request import MAX_VALUE_CHARS, SearchRequest
-from searchcrawl.search.search_run import Hit, SearchPage, fuses, run_search, snippet_parts
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import MAX_VALUE_CHARS, SearchRequest
+from searchcrawl.search.results import Hit, SearchPage, fuses, run_search, snippet_parts
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import EmbeddingFailed
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore

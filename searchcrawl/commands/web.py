@@ -28,7 +28,7 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.config.source import SourceError, find_source_files
 from searchcrawl.crawl.own_services import own_service_environ
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader

@@ -23,7 +23,7 @@ MAX_TERM_BYTES = 1024
 TERM_FIELDS = frozenset({"author", "language", "mimetype"})
 TERM_SUFFIXES = ("_s", "_ss")
 
-# The marks Solr's highlighter puts around a match for the search page (searchcrawl/search/search_run.py):
+# The marks Solr's highlighter puts around a match for the search page (searchcrawl/search/results.py):
 # private-use characters, removed from every text indexed, so that a page cannot show a highlight
 # of its own making.
 HIGHLIGHT_MARKS = ("\ue000", "\ue001")

@@ -33,7 +33,6 @@ from searchcrawl.agents.base import Agent, AgentError, Reference
 from searchcrawl.config.own_places import check_own_places, own_places
 from searchcrawl.config.source import SourceError
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
-from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.ledger_writer import LedgerWriter
@@ -42,6 +41,7 @@ from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware, 
 from searchcrawl.crawl.run import SKIPPED_STAT, Run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.crawl.stores import Stores, stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier

@@ -42,13 +42,13 @@ from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.run_end import run_end
-from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import WAKE
 from searchcrawl.crawl.requests import Admission, admission_of, entry_of
 from searchcrawl.crawl.run import MAX_REQUESTS_REASON, CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, plan_run, take_over_index
 from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.crawl.stores import Stores, source_of, stores_of
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join, shared_crawl
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status

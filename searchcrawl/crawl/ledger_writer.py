@@ -4,7 +4,7 @@ every write of a URL's row in a crawl goes through it, and the components that w
 the run's start and end, the scope middleware, the agent spider) call its methods, never the
 document table's. A read-only crawl (``SEARCHCRAWL_READ_ONLY``, `scrapy explain`) has none.
 
-Its document table is the crawl's (extensions/stores.py) until the run starts, then the run's
+Its document table is the crawl's (stores.py) until the run starts, then the run's
 (``run_started``: its writes finish the run's frontier entries, in its test mode), then the
 closing run's (``closing``: the run's end). It records what the crawl's components report through
 Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide every change:
@@ -48,10 +48,10 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import DEPTH
 from searchcrawl.crawl.run import CrawlArguments
 from searchcrawl.crawl.signals import run_started, url_outcome, urls_excluded
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger
@@ -135,7 +135,7 @@ class LedgerWriter(Ledger):
 
     @property
     def table(self) -> DocumentTable:
-        """The document table written: the crawl's (extensions/stores.py), found on first use
+        """The document table written: the crawl's (stores.py), found on first use
         (the extensions are built together: another is found once all are), then its run's."""
         if self._table is None:
             self._table = stores_of(self.crawler).documents.for_run(None, self.test_mode)

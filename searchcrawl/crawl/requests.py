@@ -19,17 +19,19 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.http import Response
 from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import StatsCollector
 
+from searchcrawl.config.source import Source
 from searchcrawl.config.source_derived import rule_chain
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
 from searchcrawl.crawl.signals import run_started, urls_excluded
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.chain import SKIPPED, Rewrite, RuleChain, RuleStep
 from searchcrawl.rules.rendering import render_mode
 from searchcrawl.rules.status_codes import Status
@@ -38,8 +40,9 @@ from searchcrawl.rules.urls import canonical
 from searchcrawl.store.frontier import Entry, Frontier
 
 if TYPE_CHECKING:
+    from twisted.python.failure import Failure
+
     from searchcrawl.crawl.run import Run
-    from searchcrawl.crawl.spider import SourceSpider
 
 logger = logging.getLogger(__name__)
 
@@ -234,12 +237,25 @@ def admission_of(crawler: Crawler) -> Admission:
     return admission
 
 
+class CrawlingSpider(Protocol):
+    """What the factory asks of the spider whose requests it makes: its source, and its callback and
+    errback (crawl/spider.py ``SourceSpider``, named here by its shape: the spider imports this
+    module, which imports no spider back)."""
+
+    @property
+    def source(self) -> Source: ...
+
+    def parse(self, response: Response) -> Any: ...
+
+    def failed(self, failure: Failure) -> None: ...
+
+
 class RequestFactory:
     """Every request of a URL of the source: from an admitted entry, as the spider yields it or
     the frontier leased it. Its meta: the depth, the render mode of the source's render rules,
     the persisted request data, and from a lease what the document table knew (``KNOWN``)."""
 
-    def __init__(self, spider: SourceSpider, admission: Admission, renders: bool = True) -> None:
+    def __init__(self, spider: CrawlingSpider, admission: Admission, renders: bool = True) -> None:
         self.spider = spider
         self.admission = admission
         settings = spider.source.settings

@@ -32,7 +32,7 @@ from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
 from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.content.soft_errors import Page, SoftError, SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
-from searchcrawl.crawl.extensions.stores import tika_configured
+from searchcrawl.crawl.stores import tika_configured
 from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
@@ -49,6 +49,7 @@ from searchcrawl.crawl.meta import (
 from searchcrawl.crawl.pipelines.checksum import access_update, content_of, versioned
 from searchcrawl.crawl.requests import Admission, BoundedSet, RequestFactory, admission_of
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.stores import tika_configured
 from searchcrawl.rules.chain import RuleStep
 from searchcrawl.rules.filters import FilterSet
 from searchcrawl.rules.lifecycle import REDIRECT_STATUSES, Delta, Event, Outcome

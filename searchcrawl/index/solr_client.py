@@ -112,7 +112,7 @@ def describe(error: Exception) -> str:
 
 
 # Semantic search's passages are documents of the core too (doc_type "passage", schema.xml): every
-# query of documents (a searcher's, through search/searcher.py, and the operators' below) filters
+# query of documents (a searcher's, through search/trimmed_index.py, and the operators' below) filters
 # on DOCUMENTS, every query of passages on PASSAGES
 DOCUMENTS = "-doc_type:passage"
 PASSAGES = "{!term f=doc_type}passage"

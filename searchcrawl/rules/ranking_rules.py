@@ -12,7 +12,7 @@ administrator of Fess or SharePoint search expects:
   whitespace one space), is one of its queries: a bet on "holiday form" is not shown for
   "holiday" nor for "holiday form 2024" (a bet on a single common word would otherwise follow
   every query holding it). The pinned documents are asked of Solr in a request of their own,
-  under the searcher's trimming (search/searcher.py adds it to every request): a document the
+  under the searcher's trimming (search/trimmed_index.py adds it to every request): a document the
   searcher may not read is not shown, nor hinted at (a bet without a readable document shows
   nothing at all). Solr's QueryElevationComponent was not used: elevated documents are exempt
   from the collapse on url and from filters that are not tagged, and one mistake in its setup
@@ -83,7 +83,7 @@ MAX_TERM_CHARS = 100
 # of a managed entry could not carry
 TERM = re.compile(r"[^\W_](?:[\w' .\-]*[^\W_])?")
 # the schemes a hit's or a best bet's link may have (never javascript: nor data:): the one list
-# of the search page's links (search/search_run.py display_url) and of /click's redirects (analytics.py);
+# of the search page's links (search/results.py display_url) and of /click's redirects (analytics.py);
 # imap: a message's RFC 5092 URL, which mail clients open (agents/imap.py)
 URL_SCHEMES = ("http", "https", "file", "ftp", "imap")
 # C0 control characters and DEL: none is anything a searcher means (and PostgreSQL refuses NUL)

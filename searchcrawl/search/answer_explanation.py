@@ -26,7 +26,7 @@ from searchcrawl.search.answer_parts import Answer, SourceWords
 from searchcrawl.search.answers import AnswerConfig, AnswerFailed, answer, dropped_because, sentences_of
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.passage_index import ACCESS_FIELDS
 from searchcrawl.system.translations import N_
 

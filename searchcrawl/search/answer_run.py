@@ -1,4 +1,4 @@
-"""The answer's orchestration, as search_run.py's ``run_search`` is the search's: one ``run_answer``
+"""The answer's orchestration, as results.py's ``run_search`` is the search's: one ``run_answer``
 for the search page, the JSON API and the agents' endpoint (MCP), a question in, an answer or none
 out, without HTTP.
 
@@ -25,7 +25,7 @@ from searchcrawl.search.answer_parts import Answer
 from searchcrawl.search.answers import AnswerConfig
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 # answers.py ``answer``'s shape: (index, model, question, config, filters, params, lead=...) -> Answer
 Answerer = Callable[..., Answer]

@@ -55,7 +55,7 @@ from searchcrawl.search.answer_parts import (
     split_sentences,
 )
 from searchcrawl.search.hybrid import TEXT_DIGEST, SemanticModel, made_from_current, nearest_documents
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.system.translations import N_
 
 MAX_ANSWER_BYTES = 1 << 20  # a chat server's answer read at most

@@ -20,7 +20,7 @@ from typing import Any
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, term_filter
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 CACHED_CHARS = 200_000  # characters of a document's text that its cached copy shows
 FIELDS = "id,url,display_url,title,source,mimetype,last_modified,crawled_at,content"
@@ -33,7 +33,7 @@ class CachedCopy:
     words between MARK_OPEN and MARK_CLOSE; ``length`` the characters the whole text has."""
 
     id: str
-    url: str  # the stored URL; the page links the display URL (search_run.display_url)
+    url: str  # the stored URL; the page links the display URL (results.display_url)
     doc: dict[str, Any]  # the stored fields but the content (title, display_url, dates, ...)
     text: str
     length: int

@@ -1,6 +1,6 @@
 """Hybrid retrieval: the words query and a kNN query of passages, fused by rank (issue 76).
 
-Both are asked through the searcher's ``TrimmedIndex`` (searcher.py): the words query as every
+Both are asked through the searcher's ``TrimmedIndex`` (trimmed_index.py): the words query as every
 search is; the kNN query as its own main query (``TrimmedIndex.nearest``), so that the trimming
 and the search's own filters (facets, dates: each passage holds a copy of its document's fields)
 pre-filter it, and its top k are passages the searcher may read, however little of the index that
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
-from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
 from searchcrawl.semantic.embedders import (
     NO_FLOOR,
     Embedder,
@@ -227,26 +227,55 @@ def fuse(
     search's), and highlighted for ``query`` with ``highlight`` (Solr's hl parameters; None:
     not highlighted): a highlight of ten documents, not of the window's hundred."""
     words = list(unique_hits(words))
-    order = [str(doc["id"]) for doc in words]
-    nearest: list[tuple[str, dict[str, Any]]] = []
     model = semantic.active()
-    try:
-        nearest = nearest_documents(index, model, query, filters, params, semantic.window)
-    except Exception as exc:  # noqa: BLE001 - the model or Solr failing: the words' hits, never an error page
-        if SEMANTIC_FAILED_LOG():
-            logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
-    passages = dict(nearest)
-    if nearest:
-        shape = query_shape(query)
-        weight = knn_weight(model_key(model.model_id), shape)
-        logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", shape, weight)
-        lists = [order, [parent for parent, _ in nearest]]
-        order = [item for item, _ in reciprocal_rank_fusion(lists, semantic.k, semantic.window, (1.0, weight))]
+    nearest = nearest_or_none(index, model, query, filters, params, semantic.window)
+    order = fused_order([str(doc["id"]) for doc in words], nearest, model, query, semantic)
     found_by_words = {str(doc["id"]) for doc in words}
     meaning_only = sum(1 for item in order if item not in found_by_words)
     page = order[start : start + rows]
     if not page:
         return Fused([], {}, meaning_only, {})
+    docs, highlighting = page_documents(index, page, query, filters, params, highlight)
+    return Fused(docs, passage_snippets(docs, dict(nearest)), meaning_only, highlighting)
+
+
+def nearest_or_none(
+    index: TrimmedIndex, model: SemanticModel, query: str, filters: Sequence[str], params: Mapping[str, Any], window: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """``nearest_documents``, or none when the model or Solr fails: the words' hits then, never an
+    error page (the failure logged once a minute)."""
+    try:
+        return nearest_documents(index, model, query, filters, params, window)
+    except Exception as exc:  # noqa: BLE001 - the model or Solr failing: the words' hits, never an error page
+        if SEMANTIC_FAILED_LOG():
+            logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
+        return []
+
+
+def fused_order(
+    order: list[str], nearest: Sequence[tuple[str, dict[str, Any]]], model: SemanticModel, query: str, semantic: SemanticSearch
+) -> list[str]:
+    """The words' ``order`` of ids fused with the ``nearest`` documents' (reciprocal-rank fusion,
+    the kNN list weighed for the query's shape and the model); the words' alone without any."""
+    if not nearest:
+        return order
+    shape = query_shape(query)
+    weight = knn_weight(model_key(model.model_id), shape)
+    logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", shape, weight)
+    lists = [order, [parent for parent, _ in nearest]]
+    return [item for item, _ in reciprocal_rank_fusion(lists, semantic.k, semantic.window, (1.0, weight))]
+
+
+def page_documents(
+    index: TrimmedIndex,
+    page: list[str],
+    query: str,
+    filters: Sequence[str],
+    params: Mapping[str, Any],
+    highlight: Mapping[str, Any] | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The documents of a page of fused ids, in its order, one a URL, fetched trimmed with the
+    search's ``filters`` and ``params``, and their highlighting for ``query`` where asked."""
     asked: dict[str, Any] = {
         **params,
         "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(page)],
@@ -259,13 +288,18 @@ def fuse(
         asked.update({**highlight, "hl.q": query})
     fetched = index.search("*:*", asked)
     by_id = {str(doc["id"]): doc for doc in fetched.docs}
-    docs = list(unique_hits(by_id[item] for item in page if item in by_id))
+    return list(unique_hits(by_id[item] for item in page if item in by_id)), dict(fetched.highlighting or {})
+
+
+def passage_snippets(docs: Sequence[Mapping[str, Any]], passages: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The snippet of each document found by meaning: its nearest passage, where made from its
+    current text (``made_from_current``), cut to SNIPPET_CHARS."""
     snippets: dict[str, str] = {}
     for doc in docs:
         passage = passages.get(str(doc["id"]))
         if passage is not None and made_from_current(passage, doc):
             snippets[str(doc["id"])] = cut(str(passage.get("passage_text") or ""))
-    return Fused(docs, snippets, meaning_only, dict(fetched.highlighting or {}))
+    return snippets
 
 
 def made_from_current(passage: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:

@@ -109,6 +109,6 @@ FACET_LABELS = {"type": type_label, "lang": language_label}
 
 
 def facet_label(name: str, value: str) -> str:
-    """How the search page shows ``value`` of facet ``name`` (a parameter of search_request.FACETS)."""
+    """How the search page shows ``value`` of facet ``name`` (a parameter of request.FACETS)."""
     label = FACET_LABELS.get(name)
     return label(value) if label else value

@@ -8,7 +8,7 @@ shards: ``unique_hits`` also drops a URL already shown. The query text itself go
 typed: the /select handler's edismax defaults (solrconfig.xml) are the index's semantics
 (phrases, stopword gaps, ``field:value``), the same for every client.
 
-Every search is trimmed to its searcher: the parameters built here are sent by searcher.py's
+Every search is trimmed to its searcher: the parameters built here are sent by trimmed_index.py's
 ``TrimmedIndex``, which adds Solr's filters of what they may read (access/decision.py
 ``solr_trimming``) to each request, so they drop what the searcher may not read before hits are
 counted, faceted, paged or spell-checked, and a count or a suggestion shows nothing of it.

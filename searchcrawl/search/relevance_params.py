@@ -1,6 +1,6 @@
 """The relevance rules' query side: the administrator's boosts and demotions as edismax ``boost``
 functions, and a best bet's pinned URLs as a filter (the rules themselves, validated, are
-searchcrawl/rules/ranking_rules.py's; searcher.py asks Solr with them, under the searcher's trimming).
+searchcrawl/rules/ranking_rules.py's; trimmed_index.py asks Solr with them, under the searcher's trimming).
 Nothing typed on the relevance page becomes query syntax: each value is a request parameter of its
 own after ``{!prefix f=url}`` or ``{!term f=...}`` (taken literally), or a URL pattern's every
 character but letters, digits and the wildcards escaped (``wildcard_term``); every number is

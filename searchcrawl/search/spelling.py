@@ -2,7 +2,7 @@
 show nothing of a document the searcher may not read.
 
 Solr's spellcheck component offers collations (whole corrected queries), tried by Solr with the
-search's filters and the searcher's trimming (searcher.py adds it, as to every request). That is
+search's filters and the searcher's trimming (trimmed_index.py adds it, as to every request). That is
 not enough: a collation's corrected word comes from any document's words, and Solr's own try
 counts a document whatever the query's operators say of that word (``-w``) or however many of
 its words it needs. So each collation is kept only if every word of it, under a negation or in a
@@ -17,7 +17,7 @@ from typing import Any
 
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import SPELL_FIELD, TIME_ALLOWED_MS, UF, counted, every_word_counts
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.trimmed_index import TrimmedIndex, log_failed_search
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ of a document the searcher may not read.
 
 Titles come from the index's own ``title`` as an ordinary search: each word typed must begin a
 word of the title (schema.xml's ``title_words``: the first 1-20 letters of each word, case and
-accents folded), under the same access filters as every search (searcher.py adds access/decision.py
+accents folded), under the same access filters as every search (trimmed_index.py adds access/decision.py
 ``solr_trimming``, the one implementation: allow levels, deny and late deny, incomplete
 principals), one suggestion per title (collapsed on ``title_key``), those whose whole title
 begins with the text typed first (``title_start``), then in title order (``title_sort``). Every
@@ -55,7 +55,7 @@ import pysolr
 
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import UF, counted, every_word_counts
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.trimmed_index import TrimmedIndex, log_failed_search
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 (its Solr id or its URL) in, the hit's rank, score and Solr's explanation in words out.
 
 Solr is asked the search page's own search (query.py ``search_params``: the /select
-handler's edismax fields and boosts, one hit per URL) under the viewer's trimming (searcher.py
+handler's edismax fields and boosts, one hit per URL) under the viewer's trimming (trimmed_index.py
 adds it to every request), and the
 document's explanation comes from the ``[explain style=nl]`` transformer on that same query,
 restricted to the document by a term filter (the term parser: the id or URL is taken literally).
@@ -25,7 +25,7 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import Boost
 from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, ngettext
 from searchcrawl.system.translations import gettext as _

@@ -54,7 +54,7 @@ from searchcrawl.semantic.passages import Passage, split_passages
 logger = logging.getLogger(__name__)
 
 # the document's fields each passage carries a copy of: who may read it, and what a search page
-# filters on (search/search_request.py FACETS, MODIFIED): a kNN query filtered by them picks its top k
+# filters on (search/request.py FACETS, MODIFIED): a kNN query filtered by them picks its top k
 # among the passages the searcher may read and asked for
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")

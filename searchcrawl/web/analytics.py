@@ -25,7 +25,7 @@ application records the click and redirects (303) to the hit's URL, with no Java
 is signed (HMAC-SHA256 over the search id, the rank, the URL and the time the link was made)
 with a key the application holds, so ``/click`` redirects only to a URL a result page of this
 application showed, never to one a third party put in a link (no open redirect), and only to
-the schemes a hit's link may have (relevance.URL_SCHEMES, as search_run.display_url). A signed
+the schemes a hit's link may have (relevance.URL_SCHEMES, as results.display_url). A signed
 link always redirects, however old; its click is counted only while the link is fresh (a day)
 and once per search and rank (``Analytics.counts``): a link replayed, or put in another site's
 page as an image, inflates no click-through and fills no queue. The key is random per process unless
@@ -60,7 +60,7 @@ from urllib.parse import urlencode, urlsplit
 from sqlalchemy.exc import OperationalError
 
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, printable
-from searchcrawl.search.search_request import day
+from searchcrawl.search.request import day
 from searchcrawl.store.database import now
 from searchcrawl.store.searches import (
     MAX_COMPLETIONS,
@@ -80,7 +80,7 @@ QUEUE_SIZE = 5000  # records waiting for the writer (each a few KB at most: boun
 BATCH = 500  # records written in one transaction
 PURGE_EVERY = 3600.0  # seconds between purges of rows past the retention
 WARN_EVERY = 60.0  # seconds: drops and errors are logged at most this often
-MAX_POSITION = 100_000  # beyond any rank a result page shows (search_request.MAX_PAGE x rows)
+MAX_POSITION = 100_000  # beyond any rank a result page shows (request.MAX_PAGE x rows)
 CLIENTS = ("web", "api")
 CLICK_FRESH = 86_400  # seconds: a click link's click counted this long after its result page
 CLOCK_SKEW = 300  # seconds: a link made by another process (a shared key) whose clock is ahead

@@ -46,8 +46,8 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.search.search_request import FACET_TITLES
-from searchcrawl.search.search_run import Hit, SearchPage, snippet_parts
+from searchcrawl.search.request import FACET_TITLES
+from searchcrawl.search.results import Hit, SearchPage, snippet_parts
 from searchcrawl.store.api_tokens import TokenCheck
 
 logger = logging.getLogger(__name__)

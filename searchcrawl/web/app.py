@@ -4,7 +4,7 @@ The search page shows each searcher what they may read (Solr trims hits, counts,
 suggestions to the searcher's principals: searchcrawl/access/). A searcher is known by signing
 in on the search page (the password checked by a bind to the LDAP directory; sessions, cookies
 and a login throttle apart from the administrators'), or by the user header of a trusted
-reverse proxy doing single sign-on (sign_on/searchers.py); anyone else sees public documents only, and
+reverse proxy doing single sign-on (sign_on/searcher.py); anyone else sees public documents only, and
 so does a signed-in searcher whose principals the directory cannot give now (fail closed).
 
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
@@ -31,7 +31,7 @@ This module builds the application: the context (context.py: the services, built
 route table over the views of each audience (views/search_views.py, views/api_views.py, views/agent_views.py, views/sign_on_views.py,
 views/admin_views.py, views/relevance_views.py, views/analytics_views.py, views/token_views.py, views/backup_views.py, views/source_editor_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
-is in admin.py, sign_on/sessions.py, sign_on/searchers.py, api.py and their neighbours; the search's in search/search_run.py.
+is in admin.py, sign_on/sessions.py, sign_on/searcher.py, api.py and their neighbours; the search's in search/results.py.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ SECURITY_HEADERS = {
 class PeerAddress:
     """Keeps the connection's peer address in the scope (``PEER``) before X-Forwarded-For is
     applied to ``client``: the user header is believed from a proxy's connection only, not from
-    a client that names a proxy's address in X-Forwarded-For (sign_on/searchers.py)."""
+    a client that names a proxy's address in X-Forwarded-For (sign_on/searcher.py)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

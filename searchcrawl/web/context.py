@@ -7,7 +7,7 @@ searchers' sessions and login throttles, the templates, the Solr client, the dat
 its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query
 analytics' writer, Solr's and Tika's health and the metrics' registry; and the search side the
 search page, the JSON API and the agent endpoint share: their one search (``search``: the rules,
-the request's semantic search, search/search_run.py's ``run_search``, the query log), their answer
+the request's semantic search, search/results.py's ``run_search``, the query log), their answer
 (``answer``: search/answer_run.py's ``run_answer``, the model's slots, its log's throttle),
 completions, the hits' links. The views are HTTP only.
 
@@ -56,9 +56,9 @@ from searchcrawl.search.answer_run import ModelSlots, run_answer
 from searchcrawl.search.answers import AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
 from searchcrawl.search.query import matching
-from searchcrawl.search.search_request import FACET_TITLES, SearchRequest
-from searchcrawl.search.search_run import SearchPage, run_search
-from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.search.request import FACET_TITLES, SearchRequest
+from searchcrawl.search.results import SearchPage, run_search
+from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.audit_log import AuditLog
@@ -70,12 +70,11 @@ from searchcrawl.store.searches import Searches
 from searchcrawl.system import translations
 from searchcrawl.web import analytics, api
 from searchcrawl.web.roles import AdminUser, RoleMap
-from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.sign_on.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.sign_on.oidc import OidcClient, OidcConfig
 from searchcrawl.web.sign_on.saml import SamlClient, SamlConfig
-from searchcrawl.web.sign_on.searchers import Proxies, Searcher
-from searchcrawl.web.sign_on.sessions import LoginThrottle, SearcherSessions, Sessions
+from searchcrawl.web.sign_on.searcher import Proxies, Searcher
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE, LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.source_editor import TestCrawls
 
 logger = logging.getLogger(__name__)
@@ -524,7 +523,7 @@ class WebContext:
         """The search of the search page (client "web"), the JSON API ("api") and the agents'
         endpoint ("mcp") alike, as the searcher of ``index`` may read: the relevance rules in
         effect, the request's semantic search (its query embedded once, for its answer too),
-        search/search_run.py's ``run_search``, and the search logged (``log_search``) when it
+        search/results.py's ``run_search``, and the search logged (``log_search``) when it
         has a query. ``rows``: the page's size (the application's by default); ``started``: when
         the request began (``time.perf_counter``; now by default), the time logged. Blocking (call
         it in a thread); raises IndexingError when Solr fails, and nothing is logged."""

@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from searchcrawl.web.sign_on.searchers import Proxies
+from searchcrawl.web.sign_on.searcher import Proxies
 
 TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # the secret's name (system/secrets.py: environment or _FILE)
 

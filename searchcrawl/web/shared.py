@@ -24,19 +24,18 @@ from searchcrawl.search.extractive import is_question
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.sign_on.providers import provider_principals
-from searchcrawl.web.sign_on.searchers import Searcher, header_user
-from searchcrawl.web.sign_on.sessions import Session, Sessions
+from searchcrawl.web.sign_on.searcher import Searcher, header_user
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE, Session, Sessions
 
 if TYPE_CHECKING:
     from searchcrawl.search.answer_parts import Answer
     from searchcrawl.search.hybrid import SemanticSearch
-    from searchcrawl.search.search_request import SearchRequest
-    from searchcrawl.search.searcher import TrimmedIndex
+    from searchcrawl.search.request import SearchRequest
+    from searchcrawl.search.trimmed_index import TrimmedIndex
     from searchcrawl.web.context import WebConfig, WebContext
 
 logger = logging.getLogger(__name__)
 
-SESSION_COOKIE = "searchcrawl_session"
 LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double submit)
 # a searcher's session and sign-in form: names of their own, on the search page's path
 SEARCHER_COOKIE = "searchcrawl_searcher"

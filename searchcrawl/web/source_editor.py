@@ -120,7 +120,7 @@ class SourceFileError(Exception):
     """A source file that cannot be read, saved, copied or moved as asked: one line."""
 
 
-def text_digest(text: str) -> str:
+def file_version(text: str) -> str:
     """The version of a file's text the editor read (a save is refused if the file has another)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -342,7 +342,7 @@ class SourceFolder:
                 raise SourceFileError(_("a source named %(name)s exists already", name=name))
         else:
             current = self.read(name)
-            if text_digest(current) != read_digest:
+            if file_version(current) != read_digest:
                 raise SourceFileError(
                     _("%(file)s was changed by someone else since you opened it: open it again", file=path.name)
                 )

@@ -17,7 +17,6 @@ from searchcrawl.access.directory import (
     Membership,
     binary_sids,
     compared_attributes,
-    directory_of,
     dn_member_walk,
     group_principals,
     named,
@@ -27,8 +26,10 @@ from searchcrawl.access.directory import (
     walk_groups,
     windows_principals,
 )
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.ntfs import sid_bytes
+from tests.conftest import fresh_python
 
 ALICE = DirectoryEntry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
 
@@ -269,6 +270,20 @@ def test_principals_of_a_user_normalised_once_each_with_public() -> None:
 def test_a_value_that_is_no_token_is_left_out() -> None:
     odd = DirectoryEntry.of("uid=x,dc=org", {"uid": ["x"], "uidNumber": ["not-a-number"]})
     assert "uid:not-a-number" not in principals_of("x", odd, []).tokens
+
+
+def test_the_ldap_client_is_imported_where_a_directory_is_set_alone() -> None:
+    """The commands that build a directory import no LDAP client (Scrapy imports every command
+    module on each `scrapy` command); ``directory_of`` imports it where SEARCHCRAWL_LDAP_URL is
+    set, from a module above directory.py and ldap_directory.py (no import circle of the two)."""
+    code = (
+        "import importlib, sys\nfrom scrapy.settings import Settings\n"
+        "for name in ('search', 'web', 'explain-access'):\n    importlib.import_module('searchcrawl.commands.' + name)\n"
+        "from searchcrawl.access.directory_setting import directory_of\nprint('ldap3' in sys.modules)\n"
+        "directory_of(Settings({'SEARCHCRAWL_LDAP_URL': 'ldap://127.0.0.1:1', 'SEARCHCRAWL_LDAP_USER_BASE': 'dc=x'}))\n"
+        "print('ldap3' in sys.modules)\n"
+    )
+    assert fresh_python(code) == ["False", "True"]
 
 
 def test_settings_make_a_directory_or_none() -> None:

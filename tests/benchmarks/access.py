@@ -8,7 +8,7 @@ of 20,000 made-up words, and an access of the mixes an intranet has (``ACCESS_MI
 ones for one to three of 2,000 groups, some also behind a folder's level of other groups, a few
 with a deny, some for one user by name or uidNumber). The searcher has 50 groups (each as DN and
 cn, so 100 group tokens, plus their user, DN, uidNumber and gidNumber: 105 principals). Every
-search is the web search page's (search/search_run.py): one word, collapsed on url, highlighted, with
+search is the web search page's (search/results.py): one word, collapsed on url, highlighted, with
 its five facets, ten rows.
 
 First, on the freshly committed index, one trimmed search: the cold one (Solr's caches empty,
@@ -38,7 +38,7 @@ from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.search.query import search_params
-from searchcrawl.search.search_run import FACET_PARAMS
+from searchcrawl.search.results import FACET_PARAMS
 
 GROUPS = 2000
 USERS = 5000
@@ -153,7 +153,7 @@ def page_params(principals: Principals, trimmed: bool) -> dict[str, Any]:
     """The web search page's request (run_search), with or without the trimming."""
     params = search_params(10, 0, highlight=("\ue000", "\ue001"))
     params.update(FACET_PARAMS)
-    if trimmed:  # as TrimmedIndex sends it (search/searcher.py): its filters first, its parameters over
+    if trimmed:  # as TrimmedIndex sends it (search/trimmed_index.py): its filters first, its parameters over
         trimming, trimming_params = solr_trimming(principals)
         params = {**params, **trimming_params, "fq": [*trimming, *params["fq"]]}
     return params

@@ -45,7 +45,7 @@ from searchcrawl.search import answers
 from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
 from searchcrawl.search.evaluation import JudgedQuery, grade_of, read_qrels, read_queries
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import Embedder, WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.benchmarks.judged import JUDGED, SETS, crawl

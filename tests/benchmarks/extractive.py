@@ -32,8 +32,8 @@ from searchcrawl.search.answers import AnswerConfig, answer
 from searchcrawl.search.evaluation import grade_of
 from searchcrawl.search.extractive import is_question, marked_sentences, with_extract
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.search_run import judged_hits
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_hits
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import embedder_from
 from tests.benchmarks.answers import judged_set, percentiles, set_access
 from tests.benchmarks.judged import SETS

@@ -26,8 +26,8 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.evaluation import randomization_p, score_run
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.query import RANKINGS, Ranking, counted, every_word_counts, term_filter
-from searchcrawl.search.search_run import judged_hits
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_hits
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import QUESTION, QUESTION_WORDS, WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet

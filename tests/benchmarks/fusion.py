@@ -38,7 +38,7 @@ from tests.benchmarks.judged import HELD_OUT, JUDGED
 
 GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 SHAPES = (NAME, MESSAGE, QUESTION, KEYWORDS)
-DEPTH = 50  # the hits a judged query reads (search/search_run.py judged_hits)
+DEPTH = 50  # the hits a judged query reads (search/results.py judged_hits)
 
 
 class KeptSet:

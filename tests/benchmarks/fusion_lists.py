@@ -27,8 +27,8 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
 from searchcrawl.search.evaluation import JudgedQuery, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_run
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.benchmarks.judged import JUDGED, SETS, add_deb_option, crawl, embedded_passages, judged_site, workspace
 
 
@@ -57,7 +57,7 @@ def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: Sema
 
     hybrid.nearest_documents, hybrid.fuse = nearest, fuse  # type: ignore[assignment]
     try:
-        import searchcrawl.search.search_run as page
+        import searchcrawl.search.results as page
 
         page_fuse, page.fuse = page.fuse, fuse  # type: ignore[attr-defined]
         try:

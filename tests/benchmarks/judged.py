@@ -49,8 +49,8 @@ from searchcrawl.search.evaluation import (
 )
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.query import Ranking
-from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_run
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import Embedder, embedder_from
 from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
 from tests.benchmarks.measure import python_path, run_measured

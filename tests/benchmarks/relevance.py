@@ -34,9 +34,9 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 WORDS = [f"w{number}" for number in range(5000)]
 BATCH = 5000

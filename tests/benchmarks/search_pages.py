@@ -54,8 +54,8 @@ import tests.conftest  # noqa: F401  # its CheckoutConfigset: the dev Solr gets 
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import suggest
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.benchmarks.measure import process_tree_cpu
 from tests.benchmarks.real_sites import SITES, build_site, site_seed
 from tests.benchmarks.synthetic import WORDS as SITE_WORDS

@@ -37,9 +37,9 @@ from searchcrawl.dev.onnx_model import minilm_jar
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import OnnxEmbedder, WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.benchmarks.synthetic import WORDS

@@ -31,8 +31,8 @@ from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.evaluation import grade_of, means, read_qrels, read_queries, score_run
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_run
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import embedder_from
 from searchcrawl.semantic.fusion import best_per_parent
 from searchcrawl.semantic.passage_index import PassageIndex

@@ -29,8 +29,8 @@ from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.evaluation import JudgedQuery, randomization_p, score_run
 from searchcrawl.search.query import RANKINGS, Ranking
-from searchcrawl.search.search_run import judged_hits
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.results import judged_hits
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import WINDOW, K, knn_weight, query_shape, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet

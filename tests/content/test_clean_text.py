@@ -47,6 +47,6 @@ def test_any_text_comes_out_encodable_without_controls_and_the_same_when_cleaned
 
 def test_the_search_pages_highlight_marks_are_removed_so_a_page_cannot_fake_one() -> None:
     """A hostile review: text holding U+E000 ... U+E001 was shown as a highlight (<mark>)."""
-    from searchcrawl.search.search_run import MARK_CLOSE, MARK_OPEN
+    from searchcrawl.search.results import MARK_CLOSE, MARK_OPEN
 
     assert clean_text(f"{MARK_OPEN}VERIFIED BY IT{MARK_CLOSE} for real") == "VERIFIED BY IT for real"

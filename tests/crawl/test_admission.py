@@ -10,10 +10,10 @@ from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import MemoryStatsCollector
 
 from searchcrawl.config.source_derived import rule_chain
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.run import run_counters
 from searchcrawl.crawl.signals import urls_excluded
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.chain import ADMITTED
 from searchcrawl.rules.status_codes import Status
 from tests.components import ledger_of

@@ -22,7 +22,7 @@ FINDERS = {
 }
 # (module, function): a look-up outside a from_crawler, and why
 ON_FIRST_USE = {
-    ("crawl/extensions/stores.py", "stores_of"): "the finder itself",
+    ("crawl/stores.py", "stores_of"): "the finder itself",
     ("crawl/requests.py", "admission_of"): "the finder itself",
     ("crawl/extensions/run_end.py", "run_end"): "the finder of the run's end (the scheduler requires it)",
     ("crawl/spider.py", "admission"): "the spider is built before the extensions",

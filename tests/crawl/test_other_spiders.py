@@ -14,11 +14,11 @@ from scrapy.utils.test import get_crawler, get_reactor_settings
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
-from searchcrawl.crawl.extensions.stores import Stores
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.middlewares.redirect import RedirectPolicyMiddleware
 from searchcrawl.crawl.requests import Admission
+from searchcrawl.crawl.stores import Stores
 
 
 class PlainSpider(Spider):

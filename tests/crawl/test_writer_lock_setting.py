@@ -1,4 +1,4 @@
-"""Whether a crawl's SQLite writers take turns through the lock file (crawl/extensions/stores.py
+"""Whether a crawl's SQLite writers take turns through the lock file (crawl/stores.py
 ``writer_lock``, issue 94): by default unless the crawl runs more processes than cores."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.crawl.extensions import stores
+from searchcrawl.crawl import stores
 from searchcrawl.ops import local_fleet
 
 

@@ -16,7 +16,7 @@ from scrapy.settings import Settings
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.web.app import create_app
 from searchcrawl.web.roles import Role, RoleMap
 from tests.conftest import Project

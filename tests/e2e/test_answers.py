@@ -32,9 +32,9 @@ from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, AnswerConfig, AnswerFailed, answer
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port

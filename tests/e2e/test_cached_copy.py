@@ -19,7 +19,7 @@ from searchcrawl.search.cached_copy import CACHED_CHARS
 from tests.conftest import Project
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus, corpus, server, settings, web_of  # noqa: F401 - fixtures
-from tests.web.test_searchers import sign_in
+from tests.web.test_searcher import sign_in
 
 MISSING = "No such document is in the index, or you may not read it."
 

@@ -36,7 +36,7 @@ from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import answer, answer_config
 from searchcrawl.search.hybrid import SemanticModel
 from searchcrawl.search.query import search_params
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.system.secrets import OIDC_CLIENT_SECRET
 from searchcrawl.web.app import create_app

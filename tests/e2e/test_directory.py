@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.access.directory import FAILED_LOOKUP_SECONDS, DirectoryConfig, DirectoryUnavailable, directory_of
+from searchcrawl.access.directory import FAILED_LOOKUP_SECONDS, DirectoryConfig, DirectoryUnavailable
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.dev.jvm_server import free_port
 from tests.directory_server import DirectoryServer, SlowProxy

@@ -21,7 +21,7 @@ from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.answers import NO_ANSWER, OLDER_TEXT, Answer, AnswerConfig, answer
 from searchcrawl.search.extractive import with_extract
 from searchcrawl.search.hybrid import SemanticModel
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port

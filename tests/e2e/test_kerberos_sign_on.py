@@ -18,7 +18,7 @@ import pysolr
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.tokens import PUBLIC
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app

@@ -28,9 +28,9 @@ from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules, parse_boost, synonym_map
 from searchcrawl.search.evaluation import JudgedQuery, read_qrels
 from searchcrawl.search.relevance_params import boost_params
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import judged_run, run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import judged_run, run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.search.why import why
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens

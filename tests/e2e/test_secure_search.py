@@ -19,9 +19,9 @@ from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.urls import agent_url
 from searchcrawl.search.query import matching, search_params
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import misspelt
 

@@ -45,12 +45,13 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import DirectoryConfig, directory_of
+from searchcrawl.access.directory import DirectoryConfig
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.conftest import Project, Site, free_port, run_scrapy, solr_docs, wait_for
 from tests.directory_server import GROUPS, USERS, DirectoryServer
 from tests.e2e.test_access_crawls import PASSWORD, ConditionalSite, by_url, crawl

@@ -28,9 +28,9 @@ from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch, nearest_documents, semantic_search
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import (
     DimensionMismatch,
     EmbeddingFailed,

@@ -35,7 +35,7 @@ from tests.conftest import Project, run_scrapy, solr_docs
 from tests.e2e.test_secure_search import found_by
 from tests.e2e.test_web_access import shown, web_of
 from tests.samba_domain import READ, SambaDomain
-from tests.web.test_searchers import sign_in
+from tests.web.test_searcher import sign_in
 
 USERS = ("alice", "bob", "carol", "dave")
 SECRET = "SMB_CRAWL_PASSWORD_TEST"  # the variable the source's password_secret names

@@ -18,7 +18,7 @@ from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.push import push_pending
 from searchcrawl.index.solr_client import SolrIndex, found_documents
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
 from tests.conftest import solr_docs

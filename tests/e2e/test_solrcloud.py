@@ -22,7 +22,7 @@ from searchcrawl.content.extract import solr_id
 from searchcrawl.index import solrcloud
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.conftest import ROOT, LocalSolrCloud, wait_for
 
 # With the session's one SolrCloud, on one pytest-xdist worker (--dist loadgroup): a cluster
@@ -273,8 +273,8 @@ def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: Local
     """Issue 59's searching on a two-shard collection: several values of one facet (OR within,
     AND across: Solr's tagged filters, excluded from their own facet's counts) and the facet's
     counts merged from both shards; sorting by date and by title merged across shards; a date range."""
-    from searchcrawl.search.search_request import SearchRequest
-    from searchcrawl.search.search_run import run_search
+    from searchcrawl.search.request import SearchRequest
+    from searchcrawl.search.results import run_search
 
     urls = cloud.create_collection("faceted")
     client = pysolr.Solr(urls[0], always_commit=True, timeout=30)

@@ -16,15 +16,15 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import MAX_SUGGESTIONS, suggest
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus, settings_of, web_of
-from tests.web.test_searchers import sign_in
+from tests.web.test_searcher import sign_in
 
 
 @pytest.fixture

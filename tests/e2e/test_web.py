@@ -22,7 +22,7 @@ from searchcrawl.search.why import explain_lines
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.shared import SESSION_COOKIE
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 from tests.conftest import ROOT, Project
 from tests.web_site import OLD, SCRIPT_TITLE
 

@@ -24,7 +24,7 @@ from scrapy.settings import Settings
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from searchcrawl.access.directory import directory_of
+from searchcrawl.access.directory_setting import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
 from searchcrawl.search.labels import type_label
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
@@ -34,7 +34,7 @@ from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer, SlowProxy
 from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_proxies import served
-from tests.web.test_searchers import csrf_of, sign_in, signed_in
+from tests.web.test_searcher import csrf_of, sign_in, signed_in
 
 HEADER = "x-remote-user"
 

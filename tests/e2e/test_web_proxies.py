@@ -84,7 +84,7 @@ def test_a_sign_in_posted_from_another_origin_is_refused_over_http(tmp_path: Pat
     """Behind a proxy on 127.0.0.1 that says https and sends its own Host, the public URL's origin
     is the one a browser's form comes from; another port of the host is refused, and so is http."""
     from searchcrawl.web.origins import public_origins
-    from tests.web.test_searchers import StandInDirectory
+    from tests.web.test_searcher import StandInDirectory
 
     config = unit_config(
         tmp_path,
@@ -110,7 +110,7 @@ def test_a_page_on_another_port_cannot_sign_a_browser_in_as_its_author(tmp_path:
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.test_web_browser import CHROMIUM
-    from tests.web.test_searchers import StandInDirectory
+    from tests.web.test_searcher import StandInDirectory
 
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")

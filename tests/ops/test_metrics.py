@@ -234,7 +234,7 @@ def test_a_proxy_on_this_host_never_lets_metrics_out_without_the_token(tmp_path:
 
 def test_metrics_loopback_rule() -> None:
     from searchcrawl.web.metrics_endpoint import allowed
-    from searchcrawl.web.sign_on.searchers import Proxies
+    from searchcrawl.web.sign_on.searcher import Proxies
 
     none = Proxies([])
     loopback_proxies = Proxies(["127.0.0.1", "::1"])

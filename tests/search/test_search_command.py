@@ -1,5 +1,5 @@
 """`scrapy search` is the search page's search (issue 95, point 1): one ``run_search``
-(search/search_run.py) for both, so the command gets the page's hits, its spelling suggestions and
+(search/results.py) for both, so the command gets the page's hits, its spelling suggestions and
 its hybrid search; without Solr."""
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.query import MAX_QUERY_CHARS
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import MARK_CLOSE, MARK_OPEN, run_search
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import MARK_CLOSE, MARK_OPEN, run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import EmbeddingFailed
-from tests.search.test_search_run import AskedSolr, answer
+from tests.search.test_results import AskedSolr, answer
 
 
 def doc(item: str, **fields: Any) -> dict[str, Any]:

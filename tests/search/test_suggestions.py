@@ -14,7 +14,6 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.query import UF
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.suggestions import (
     MAX_CANDIDATES,
     MAX_PREFIX_CHARS,
@@ -28,6 +27,7 @@ from searchcrawl.search.suggestions import (
     folded,
     suggest,
 )
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.web.app import SECURITY_HEADERS, create_app
 from searchcrawl.web.views.search_views import SEARCH_PAGE_CSP
 from tests.web.test_app import unit_config

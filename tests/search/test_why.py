@@ -12,7 +12,7 @@ import pytest
 from babel import Locale
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.search.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, number, why
 from searchcrawl.system import translations
 

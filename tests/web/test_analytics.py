@@ -23,7 +23,7 @@ from searchcrawl.store.searches import Period, Searches
 from searchcrawl.web import analytics
 from searchcrawl.web.analytics import Analytics, Click, ClickSigner, csv_cell, csv_text, period_of
 from searchcrawl.web.app import create_app
-from tests.search.test_search_run import AskedSolr, answer
+from tests.search.test_results import AskedSolr, answer
 from tests.web.test_app import PASSWORD, unit_config
 
 
@@ -152,7 +152,7 @@ def test_control_characters_are_spaces_in_what_is_logged() -> None:
 
 def test_one_normalization_and_one_list_of_link_schemes_for_analytics_best_bets_and_the_page() -> None:
     from searchcrawl.rules import ranking_rules
-    from searchcrawl.search import search_run
+    from searchcrawl.search import results
     from searchcrawl.store.searches import normalize
 
     for query in ("  Harbour\x00 MASTER\x7f", "harbour\tmaster", "HARBOUR \x1f\x01 master"):
@@ -162,7 +162,7 @@ def test_one_normalization_and_one_list_of_link_schemes_for_analytics_best_bets_
     for scheme in ("http", "https", "file", "ftp", "gopher", "mailto"):
         url = f"{scheme}://h.example/x"
         signed = {key: values[0] for key, values in parse_qs(signer.query("a" * 32, 1, url)).items()}
-        shown = search_run.display_url({"url": url}) == url
+        shown = results.display_url({"url": url}) == url
         assert (signer.check(signed) is not None) == shown == (scheme in ranking_rules.URL_SCHEMES), scheme
 
 

@@ -19,9 +19,9 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules
 from searchcrawl.search.query import MAX_QUERY_CHARS
-from searchcrawl.search.search_request import MAX_PAGE
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.request import MAX_PAGE
 from searchcrawl.search.suggestions import Suggestion
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens, TokenCheck
 from searchcrawl.web.api import RateLimit, TokenGate, bearer, cors_headers, normal_origins, rate_key, retry_after, snippet_parts

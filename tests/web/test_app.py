@@ -15,9 +15,9 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import trusted_proxies
-from searchcrawl.search import searcher as searcher_module
+from searchcrawl.search import trimmed_index
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.searcher import OncePer
+from searchcrawl.search.trimmed_index import OncePer
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.app import WebConfig, create_app
@@ -139,7 +139,7 @@ def test_searches_solr_fails_are_logged_once_a_minute_their_query_cut(
     without a limit (20 searches, 20 lines of 1,197 characters). Now at most once a minute, as
     the other warnings, the query cut short; the others at DEBUG."""
     now = [0.0]
-    monkeypatch.setattr(searcher_module, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: now[0]), raising=False)
+    monkeypatch.setattr(trimmed_index, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: now[0]), raising=False)
     query = "harbour " * 150
     with caplog.at_level(logging.DEBUG, logger="searchcrawl"):
         for number in range(20):
@@ -160,7 +160,7 @@ def test_suggestions_cached_copies_and_the_api_solr_fails_share_the_once_a_minut
     cached copies and the API's suggestions still logged Solr's whole message at WARNING for every
     request. Every Solr failure of a searcher's request goes through log_failed_search: one
     WARNING a minute for them all, the rest at DEBUG, each line short."""
-    monkeypatch.setattr(searcher_module, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: 0.0), raising=False)
+    monkeypatch.setattr(trimmed_index, "SEARCH_FAILED_LOG", OncePer(60, clock=lambda: 0.0), raising=False)
     config = unit_config(tmp_path)
     web = TestClient(create_app(config), base_url="http://127.0.0.1")
     _id, token = ApiTokens(Database(config.db_url)).create("portal")

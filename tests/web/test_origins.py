@@ -9,7 +9,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from searchcrawl.web.origins import foreign_post, origin_of, public_origins
-from tests.web.test_searchers import StandInDirectory, web_client
+from tests.web.test_searcher import StandInDirectory, web_client
 
 
 def test_an_origin_is_its_scheme_host_and_port() -> None:

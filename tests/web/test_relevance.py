@@ -40,14 +40,14 @@ from searchcrawl.rules.ranking_rules import (
     rule_forms,
     synonym_map,
 )
-from searchcrawl.search import searcher as searcher_module
+from searchcrawl.search import trimmed_index
 from searchcrawl.search.relevance_params import boost_params, wildcard_term
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import create_app
-from tests.search.test_search_run import AskedSolr
+from tests.search.test_results import AskedSolr
 from tests.web.test_app import PASSWORD, unit_config
 
 
@@ -326,7 +326,7 @@ def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
     breaks the search: asked again without the boosts, logged at most once a minute; a Solr that
     does not answer is not asked again."""
     now = [0.0]
-    monkeypatch.setattr(searcher_module, "BOOSTS_REFUSED_LOG", OncePer(60, clock=lambda: now[0]))
+    monkeypatch.setattr(trimmed_index, "BOOSTS_REFUSED_LOG", OncePer(60, clock=lambda: now[0]))
     rules = Rules(boosts=(Boost("glob", "*a" + "?" * 15, 2.0),))
     hit = {"id": "s!https://h/a", "url": "https://h/a", "title": "A"}
 

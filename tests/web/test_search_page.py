@@ -1,10 +1,10 @@
-"""The search page's template: what it shows of a page of results (search/search_run.py's)."""
+"""The search page's template: what it shows of a page of results (search/results.py's)."""
 
 from __future__ import annotations
 
 from searchcrawl.search.query import matching
-from searchcrawl.search.search_request import FACET_TITLES, SearchRequest, date_range_label, language_name
-from searchcrawl.search.search_run import Hit, SearchPage, facets, highlighted
+from searchcrawl.search.request import FACET_TITLES, SearchRequest, date_range_label, language_name
+from searchcrawl.search.results import Hit, SearchPage, facets, highlighted
 from searchcrawl.system.translations import speaking
 from searchcrawl.web.context import page_templates
 

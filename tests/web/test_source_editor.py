@@ -19,9 +19,9 @@ from searchcrawl.web.source_editor import (
     TestCrawlRefused,
     TestCrawls,
     changes,
+    file_version,
     guarded_change,
     scratch_sources,
-    text_digest,
     unified_diff,
     valid_name,
 )
@@ -52,12 +52,12 @@ def test_a_text_is_checked_by_the_crawls_loader_beside_the_saved_file(folder: So
 def test_a_save_keeps_the_previous_version_and_refuses_a_file_changed_meanwhile(folder: SourceFolder) -> None:
     edited = GOOD.replace("max_depth = 3", "max_depth = 5  # deeper")
     moment = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-    kept = folder.save("intranet", edited, text_digest(GOOD), moment)
+    kept = folder.save("intranet", edited, file_version(GOOD), moment)
     assert kept is not None and kept.read_text() == GOOD and kept.parent.name == ".history"
     assert kept.name == "intranet.toml.20261127T120000000000Z.edited"
     assert folder.read("intranet") == edited
     with pytest.raises(SourceFileError, match="changed by someone else"):
-        folder.save("intranet", GOOD, text_digest(GOOD))  # the digest of the text read before the other save
+        folder.save("intranet", GOOD, file_version(GOOD))  # the digest of the text read before the other save
     with pytest.raises(SourceFileError, match="exists already"):
         folder.save("intranet", GOOD, None)  # "new" over an existing one
     assert folder.save("wiki", GOOD, None) is None and folder.read("wiki") == GOOD
@@ -71,7 +71,7 @@ def test_copy_disable_enable_and_delete(folder: SourceFolder) -> None:
     assert folder.listing() == [("intranet", True), ("intranet-copy", False)]
     assert (folder.path / "intranet-copy.toml.disabled").is_file() and not (folder.path / "intranet-copy.toml").exists()
     assert folder.read("intranet-copy") == GOOD  # a disabled source is still edited
-    kept = folder.save("intranet-copy", GOOD + "\n", text_digest(GOOD))
+    kept = folder.save("intranet-copy", GOOD + "\n", file_version(GOOD))
     assert kept is not None and (folder.path / "intranet-copy.toml.disabled").read_text() == GOOD + "\n"  # stays disabled
     with pytest.raises(SourceFileError, match="disabled already"):
         folder.enable("intranet-copy", False)
@@ -384,6 +384,6 @@ def test_the_bytes_saved_are_the_bytes_checked(folder: SourceFolder) -> None:
     newlines; a save writes exactly the text (CRLF stays CRLF) and the loader reads that."""
     crlf = GOOD.replace("\n", "\r\n")
     assert folder.check("intranet", crlf).source is not None
-    folder.save("intranet", crlf, text_digest(GOOD))
+    folder.save("intranet", crlf, file_version(GOOD))
     assert (folder.path / "intranet.toml").read_bytes() == crlf.encode()
     assert "a lone carriage return" in folder.check("intranet", GOOD.replace("\n", "\r")).error

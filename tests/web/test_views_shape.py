@@ -172,7 +172,7 @@ def test_no_class_of_web_is_a_container_of_everything() -> None:
 # them (WebContext.search: the rules, the request's semantic search, run_search, the search log;
 # WebContext.answer: run_answer, its slots and its log), the views hand it the request's values
 RUNS = {
-    "searchcrawl.search.search_run": {"run_search"},
+    "searchcrawl.search.results": {"run_search"},
     "searchcrawl.search.answer_run": {"run_answer"},
     "searchcrawl.search.answers": {"answer"},
     "searchcrawl.search.extractive": {"with_extract"},
@@ -204,7 +204,7 @@ def test_the_views_are_http_only_the_context_runs_the_searches_and_the_answers()
     for name in modules():
         if name != "context":
             assert runs_named(tree(name)) == [], f"{name}.py runs a search or an answer itself: call the context's"
-    assert {"searchcrawl.search.search_run.run_search", "searchcrawl.search.answer_run.run_answer"} <= set(
+    assert {"searchcrawl.search.results.run_search", "searchcrawl.search.answer_run.run_answer"} <= set(
         runs_named(tree("context"))
     )
 
@@ -212,7 +212,7 @@ def test_the_views_are_http_only_the_context_runs_the_searches_and_the_answers()
 def test_a_view_that_runs_the_search_itself_is_found() -> None:
     view = ast.parse(
         "from searchcrawl.search import answers\n"
-        "from searchcrawl.search.search_run import run_search\n"
+        "from searchcrawl.search.results import run_search\n"
         "async def search(ctx, request):\n"
         "    page = await in_thread(run_search, index, query)\n"
         "    ctx.record_search(page, 0.1, 'web', None)\n"
@@ -220,7 +220,7 @@ def test_a_view_that_runs_the_search_itself_is_found() -> None:
     )
     assert runs_named(view) == [
         "searchcrawl.search.answers",
-        "searchcrawl.search.search_run.run_search",
+        "searchcrawl.search.results.run_search",
         "ctx.record_search",
         "answers.answer",
     ]

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.rules.ranking_rules import BestBet, Rules
-from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.request import SearchRequest
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.app import create_app

@@ -9,10 +9,10 @@ from searchcrawl.content.convert.core import (
     ConversionError,
     Converted,
     DocumentConverter,
-    convert,
     detect_kind,
     sniff_kind,
 )
+from searchcrawl.content.convert.in_process import convert
 from searchcrawl.content.convert.pool import Converter
 from searchcrawl.content.convert.tika_client import ConverterUnavailable, TikaConverter
 

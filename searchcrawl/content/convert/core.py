@@ -1,4 +1,5 @@
-"""Kind detection, the result/error types and in-process conversion.
+"""Kind detection, the result/error types and the checks every converter shares (in-process
+conversion itself: in_process.py, above this module and formats.py).
 
 Plain logic, no Scrapy: the crawler hands us a response body and gets text plus the document's own
 metadata back, or a ConversionError whose `status` it can record.
@@ -341,33 +342,6 @@ def garbled_error(text: str) -> ConversionError:
     return ConversionError(
         "not_text", f"{text.count(_REPLACEMENT)} of its {len(text)} characters are U+FFFD: binary data read as text"
     )
-
-
-def convert(body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
-    """In-process conversion (raises ConversionError). Use Converter to bound time and memory."""
-    from searchcrawl.content.convert import formats
-
-    if len(body) > MAX_BYTES:
-        raise ConversionError("too_large", f"{len(body)} bytes is over the {MAX_BYTES} byte limit")
-    kind = detect_kind(body, mimetype, filename)
-    if kind is None:
-        check_ole_encrypted(body)
-        raise ConversionError("unsupported", f"unsupported document type ({mimetype}, {filename})")
-    check_ole_encrypted(body)
-    if kind in ZIP_KINDS:
-        check_zip(body)
-    try:
-        text, meta = formats.EXTRACTORS[kind](body)
-    except ConversionError:
-        raise
-    except MemoryError:
-        raise ConversionError("too_large", "out of memory while converting") from None
-    except Exception as exc:  # the parsers raise all sorts of errors on damaged input
-        raise ConversionError("corrupt", f"cannot parse {kind}: {type(exc).__name__}: {exc}") from None
-    text = normalize_space(text)
-    if garbled(text):
-        raise garbled_error(text)
-    return Converted(text=text, metadata=clean_metadata(meta), kind=kind)
 
 
 def normalize_space(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Self
 
 from searchcrawl.content.convert.core import MAX_BYTES, ConversionError, Converted
 
-_TARGET = "searchcrawl.content.convert.core:convert"
+_TARGET = "searchcrawl.content.convert.in_process:convert"
 
 
 def _worker_main(conn, memory_mb: int, target: str, temp_dir: str | None) -> None:

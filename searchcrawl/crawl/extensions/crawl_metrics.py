@@ -46,8 +46,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.signals import solr_pushed
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.ops.metrics_server import MetricsTLS, serve_metrics
 from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState

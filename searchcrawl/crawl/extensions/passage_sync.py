@@ -23,7 +23,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.ops.local_fleet import started_by_a_crawl
 

@@ -31,9 +31,9 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.run_ticker import RunTicker
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.middlewares.site_pause import SitePauseMiddleware
 from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.progress import MAX_WAITS, RunProgress, Wait
 

@@ -19,7 +19,7 @@ the item pipelines (every document is through them, the Solr pipeline's pushes d
 are over) and the scheduler (this process leases nothing any more: what it had leased is queued
 again), and it waits for an asynchronous receiver. That is Scrapy's public, documented order;
 nothing here depends on the order in which it closes the pipelines and the scheduler. The
-document table is closed later, on ``engine_stopped`` (extensions/stores.py). The stats are dumped
+document table is closed later, on ``engine_stopped`` (stores.py). The stats are dumped
 after ``spider_closed``: the end's counters are in the dump, and ``scrapy crawl`` reads
 ``searchcrawl/not_indexed`` for its exit code. The steps block (database, Solr): they run in a
 worker thread, so the reactor goes on (other ``spider_closed`` receivers, a second Ctrl-C).
@@ -48,13 +48,13 @@ from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
 from searchcrawl.config.source_derived import fingerprint
-from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
 from searchcrawl.crawl.signals import run_ended, run_started
+from searchcrawl.crawl.stores import Stores, source_of, stores_of
 from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules.chain import RuleChain

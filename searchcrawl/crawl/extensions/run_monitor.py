@@ -25,8 +25,8 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.give_back import GiveBack
 from searchcrawl.crawl.extensions.run_ticker import OccasionalWarning, RunTicker
-from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.run import Run, run_counters
+from searchcrawl.crawl.stores import Stores, stores_of
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.models import FrontierState
 from searchcrawl.store.samples import RunSamples

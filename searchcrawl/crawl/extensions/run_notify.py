@@ -20,9 +20,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.extensions.stores import Stores, source_of
 from searchcrawl.crawl.run import REQUESTED_ENDS, Run
 from searchcrawl.crawl.signals import run_ended
+from searchcrawl.crawl.stores import Stores, source_of
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.rules.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, EndedRun
 from searchcrawl.store.database import now

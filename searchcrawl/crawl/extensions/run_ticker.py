@@ -22,9 +22,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.store.frontier import Frontier
 
 WARN_SECONDS = 600.0  # a failure of the same kind is warned of at most this often

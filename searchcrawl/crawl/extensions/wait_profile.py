@@ -20,7 +20,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from searchcrawl.crawl.extensions.stores import stores_of
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.store.statement_times import StatementTimes
 
 logger = logging.getLogger(__name__)

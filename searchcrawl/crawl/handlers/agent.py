@@ -42,10 +42,10 @@ from scrapy.responsetypes import responsetypes
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.crawl.spider import same_readers
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status

@@ -30,10 +30,10 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.handlers.tls import SourceTlsDownloadHandler
 from searchcrawl.crawl.meta import AUTH_SENT
 from searchcrawl.crawl.middlewares.site_auth import read_credentials
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.credentials import Credentials, origin_of
 from searchcrawl.rules.ntlm_handshake import NtlmError, NtlmHandshake, offered_scheme
 

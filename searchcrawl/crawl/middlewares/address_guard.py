@@ -50,10 +50,10 @@ from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.own_services import LiveNodes, live_solr_nodes, own_services_now, own_services_of, solr_nodes
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, OwnServices, Refusal, ip_of, site_of_url
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.proxies import goes_direct

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from scrapy import Request
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import DUPLICATE_OF, KNOWN, PREVIOUS, RENDER, own_request
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.rules.navigation_pages import revalidated
 from searchcrawl.store.documents import IN_INDEX, DocumentTable
 from searchcrawl.store.frontier import Frontier, Known

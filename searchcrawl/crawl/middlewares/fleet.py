@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import SITE_LEASE
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.ops.local_fleet import known_fleet, shared_crawl
 from searchcrawl.store.database import process_owner
 from searchcrawl.store.sites import SitePoliteness

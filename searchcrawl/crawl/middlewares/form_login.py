@@ -64,7 +64,6 @@ from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
 from searchcrawl.crawl.exceptions import RequestRefused, SessionHeld, not_needed
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     COOKIEJAR,
     DONT_REDIRECT,
@@ -77,6 +76,7 @@ from searchcrawl.crawl.meta import (
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.credentials import Credentials, FormLogin, origin_of, safe_header_value
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.login_forms import (

@@ -46,7 +46,6 @@ from searchcrawl.content.extract import body_of
 from searchcrawl.content.regions import ContentRegions
 from searchcrawl.content.soft_errors import NotFoundPage, Page
 from searchcrawl.crawl.exceptions import not_needed
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
     DONT_RETRY,
@@ -58,6 +57,7 @@ from searchcrawl.crawl.meta import (
 )
 from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.requests import Admission, admission_of
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.redirect_policy import REDIRECTS
 from searchcrawl.rules.sitemap_files import same_site
 from searchcrawl.rules.urls import canonical, location_target

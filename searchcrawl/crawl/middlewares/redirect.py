@@ -30,10 +30,10 @@ from w3lib.url import safe_url_string
 
 from searchcrawl.content.soft_errors import SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS, own_request
 from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
 from searchcrawl.rules.status_codes import Status

@@ -12,8 +12,8 @@ from scrapy.crawler import Crawler
 from scrapy_playwright.page import PageMethod
 
 from searchcrawl.config.source import SourceSettings
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import PLAYWRIGHT, RENDER
+from searchcrawl.crawl.stores import source_of
 
 # The options of the browser context rendered pages open in (scrapy-playwright makes it with the
 # first request's ``playwright_context_kwargs``): no service workers, whose requests scrapy-

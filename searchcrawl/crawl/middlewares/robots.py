@@ -40,7 +40,6 @@ from scrapy.exceptions import StopDownload
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
     DONT_REDIRECT,
@@ -51,6 +50,7 @@ from searchcrawl.crawl.meta import (
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.signals import robots_txt_read
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import (
     MAX_ROBOTS_BYTES,

@@ -21,12 +21,12 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import DEPTH
 from searchcrawl.crawl.requests import Admission, admission_of, admitted, entry_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.store.frontier import Entry, Frontier
 
 

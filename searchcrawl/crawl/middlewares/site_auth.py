@@ -38,8 +38,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.credentials import (
     Credentials,
     basic_authorization,

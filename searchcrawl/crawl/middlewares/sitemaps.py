@@ -57,7 +57,6 @@ from scrapy.exceptions import DontCloseSpider
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
@@ -73,6 +72,7 @@ from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import robots_txt_read, run_started
 from searchcrawl.crawl.spider import same_readers
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome, State
 from searchcrawl.rules.navigation_pages import navigation_pattern
 from searchcrawl.rules.robots_txt import RobotsTxt

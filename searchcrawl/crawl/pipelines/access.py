@@ -11,8 +11,8 @@ from scrapy.crawler import Crawler
 from searchcrawl.access.source_rules import DocumentAccess
 from searchcrawl.access.tokens import AccessUnreadable
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 

@@ -37,8 +37,8 @@ from searchcrawl.content.extract import (
 from searchcrawl.content.field_rules import FieldRules
 from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status

@@ -12,11 +12,11 @@ from scrapy.exceptions import NotConfigured
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.status_codes import Status

@@ -21,12 +21,12 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.pipelines.checksum import ACCESS_PART
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.crawl.stores import source_of, stores_of
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import has_changed, holder_of
 from searchcrawl.rules.status_codes import Status

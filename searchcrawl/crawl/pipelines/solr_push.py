@@ -33,11 +33,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, solr_pushed
+from searchcrawl.crawl.stores import Stores, source_of, stores_of
 from searchcrawl.index.push import PushResult, SolrPusher
 from searchcrawl.store.frontier import Frontier
 

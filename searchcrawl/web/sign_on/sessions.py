@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+SESSION_COOKIE = "searchcrawl_session"  # the cookie of a Sessions session (the administration's sign-in)
 MAX_SESSIONS = 1000
 MAX_SESSIONS_PER_USER = 20  # one user's sessions at once: their own oldest goes first, never another's
 MAX_SEARCHER_SESSIONS = 50_000  # an organisation's searchers (a few hundred bytes each)

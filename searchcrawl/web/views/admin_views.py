@@ -36,7 +36,6 @@ from searchcrawl.web.metrics_endpoint import metrics_response
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.shared import (
     PEER,
-    SESSION_COOKIE,
     admin_gate,
     audited,
     flash,
@@ -46,6 +45,7 @@ from searchcrawl.web.shared import (
     searcher_principals,
     small_form,
 )
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 
 logger = logging.getLogger(__name__)
 

@@ -42,11 +42,11 @@ from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.cached_copy import by_url, cached_copy
 from searchcrawl.search.query import MAX_QUERY_CHARS
-from searchcrawl.search.search_request import SearchRequest
+from searchcrawl.search.request import SearchRequest
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import in_thread
-from searchcrawl.web.sign_on.searchers import Searcher
+from searchcrawl.web.sign_on.searcher import Searcher
 from searchcrawl.web.views.api_views import api_caller
 
 FETCH_CHARS = 20_000

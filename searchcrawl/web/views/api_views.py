@@ -13,12 +13,12 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.answers import answer_json
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.searcher import log_failed_search
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.trimmed_index import log_failed_search
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
-from searchcrawl.web.sign_on.searchers import Searcher
+from searchcrawl.web.sign_on.searcher import Searcher
 
 logger = logging.getLogger(__name__)
 

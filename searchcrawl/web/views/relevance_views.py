@@ -25,15 +25,16 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
-from searchcrawl.search.search_run import judged_run
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.results import judged_run
+from searchcrawl.search.trimmed_index import TrimmedIndex, log_failed_search
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import translations
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form, who_searches
+from searchcrawl.web.shared import admin_gate, audited, flash, in_thread, small_form, who_searches
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 
 logger = logging.getLogger(__name__)
 # what the relevance page says to its administrator after a change: messages (marked N_, each with its

@@ -1,7 +1,7 @@
 """The search page's views (the searchers' audience): the page itself, trimmed by Solr to what
 the searcher may read, and the search box's suggestions while typing (/suggest). A hit's link
 goes through analytics_views.click while query analytics is on (context.hit_link). The logic:
-search/search_run.py and search/search_request.py."""
+search/results.py and search/request.py."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
-from searchcrawl.search.search_request import SearchRequest, day
-from searchcrawl.search.search_run import display_url, highlighted
-from searchcrawl.search.searcher import log_failed_search
+from searchcrawl.search.request import SearchRequest, day
+from searchcrawl.search.results import display_url, highlighted
+from searchcrawl.search.trimmed_index import log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext

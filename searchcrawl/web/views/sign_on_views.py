@@ -18,7 +18,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
-from searchcrawl.search.search_request import search_back
+from searchcrawl.search.request import search_back
 from searchcrawl.system.translations import N_, number
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
@@ -26,7 +26,6 @@ from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.shared import (
     LOGIN_COOKIE,
     SEARCHER_COOKIE,
-    SESSION_COOKIE,
     SIGNIN_COOKIE,
     admin_gate,
     audited,
@@ -44,7 +43,7 @@ from searchcrawl.web.sign_on.kerberos import negotiate_token
 from searchcrawl.web.sign_on.oidc import OIDC_COOKIE
 from searchcrawl.web.sign_on.providers import PENDING_SECONDS, SignedOn, SignOnError
 from searchcrawl.web.sign_on.saml import SAML_COOKIE
-from searchcrawl.web.sign_on.sessions import LoginThrottle, Session, Sessions
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE, LoginThrottle, Session, Sessions
 
 logger = logging.getLogger(__name__)
 

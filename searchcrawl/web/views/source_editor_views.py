@@ -27,7 +27,8 @@ from searchcrawl.system.translations import gettext as _
 from searchcrawl.web import admin
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_limited_thread, in_thread, small_form
+from searchcrawl.web.shared import admin_gate, audited, flash, in_limited_thread, in_thread, small_form
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 from searchcrawl.web.source_editor import (
     MAX_SOURCE_BYTES,
     TEMPLATE,
@@ -37,10 +38,10 @@ from searchcrawl.web.source_editor import (
     SourceFolder,
     TestCrawlRefused,
     changes,
+    file_version,
     guarded_change,
     scratch_sources,
     test_crawl,
-    text_digest,
     valid_name,
 )
 
@@ -80,7 +81,7 @@ async def source_editor(ctx: WebContext, request: Request) -> Response:
         text = await in_thread(folder.read, name)
     except SourceFileError as exc:
         return ctx.render(request, "forbidden.html", 404, reason=str(exc))
-    return editor(ctx, request, name=name, text=text, read=text_digest(text))
+    return editor(ctx, request, name=name, text=text, read=file_version(text))
 
 
 def editor(ctx: WebContext, request: Request, code: int = 200, **page: Any) -> Response:
@@ -131,12 +132,18 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
         return await _try(ctx, request, folder, name, text, action, page)
     found: Changes = await in_thread(changes, ctx.database if existing else None, name, old, text, checked.source)
     if action == "review":
-        return editor(ctx, request, **page, changes=found, reviewed=text_digest(text))
+        return editor(ctx, request, **page, changes=found, reviewed=file_version(text))
     if action != "save":
         return editor(ctx, request, 400, **page, error=_("Not an action of this page."))
-    if str(form.get("reviewed", "")) != text_digest(text):
+    if str(form.get("reviewed", "")) != file_version(text):
         return editor(
-            ctx, request, 400, **page, changes=found, reviewed=text_digest(text), error=_("Review the change before it is saved.")
+            ctx,
+            request,
+            400,
+            **page,
+            changes=found,
+            reviewed=file_version(text),
+            error=_("Review the change before it is saved."),
         )
     return await _save(ctx, request, folder, (name, bool(existing)), found, page)
 

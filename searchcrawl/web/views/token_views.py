@@ -15,7 +15,8 @@ from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import number
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, int_param, small_form
+from searchcrawl.web.shared import admin_gate, audited, flash, in_thread, int_param, small_form
+from searchcrawl.web.sign_on.sessions import SESSION_COOKIE
 
 logger = logging.getLogger(__name__)
 

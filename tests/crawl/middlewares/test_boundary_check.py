@@ -13,10 +13,10 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import ADMITTED, LEAVES_BOUNDARY, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.requests import admitted
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 

@@ -22,11 +22,11 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.middlewares.redirect import RedirectPolicyMiddleware
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 

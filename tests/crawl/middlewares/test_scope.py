@@ -22,9 +22,9 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import ADMITTED, RENDER
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier

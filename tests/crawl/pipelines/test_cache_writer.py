@@ -12,10 +12,10 @@ import pytest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import ConvertedDocument, CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger

@@ -16,11 +16,12 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.stores import stores_of
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.stores import stores_of
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry

@@ -24,12 +24,12 @@ from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.commands.search import searcher_index
 from searchcrawl.commands.web import trusted_proxies, user_header
 from searchcrawl.index.solr_client import SolrIndex
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.web.app import create_app
-from searchcrawl.web.shared import SEARCHER_COOKIE, SESSION_COOKIE, who_searches
-from searchcrawl.web.sign_on.searchers import Proxies, header_user
-from searchcrawl.web.sign_on.sessions import FREE_FAILURES
-from tests.search.test_searcher import Recording
+from searchcrawl.web.shared import SEARCHER_COOKIE, who_searches
+from searchcrawl.web.sign_on.searcher import Proxies, header_user
+from searchcrawl.web.sign_on.sessions import FREE_FAILURES, SESSION_COOKIE
+from tests.search.test_trimmed_index import Recording
 from tests.web.test_app import PASSWORD, attempt, unit_config
 from tests.web_site import attempts_at_once
 

@@ -1,4 +1,4 @@
-"""The search's plain logic (search_request.py, search_run.py): URLs, filters, highlighting, facets
+"""The search's plain logic (request.py, results.py): URLs, filters, highlighting, facets
 and suggestions, and what run_search asks of Solr."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from searchcrawl.search.query import (
     term_filter,
     unique_hits,
 )
-from searchcrawl.search.search_request import (
+from searchcrawl.search.request import (
     MAX_CHOSEN_CHARS,
     MAX_FACET_VALUES,
     MAX_PAGE,
@@ -34,7 +34,7 @@ from searchcrawl.search.search_request import (
     date_range_label,
     search_back,
 )
-from searchcrawl.search.search_run import (
+from searchcrawl.search.results import (
     FACET_PARAMS,
     MARK_CLOSE,
     MARK_OPEN,
@@ -44,8 +44,8 @@ from searchcrawl.search.search_run import (
     highlighted,
     run_search,
 )
-from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import collations
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 
 def test_request_from_hostile_parameters_is_bounded_and_never_fails() -> None:

@@ -1,8 +1,8 @@
 """The search: one ``run_search`` for the search page, the JSON API, the agents' endpoint (MCP),
-`scrapy search`, `scrapy relevance` (``judged_run``) and `searchcrawl demo`, a search_request.py's
+`scrapy search`, `scrapy relevance` (``judged_run``) and `searchcrawl demo`, a request.py's
 ``SearchRequest`` in, a page of results out, without HTTP.
 
-Solr is asked through query.py's parameters, sent by searcher.py's ``TrimmedIndex``, which trims
+Solr is asked through query.py's parameters, sent by trimmed_index.py's ``TrimmedIndex``, which trims
 every request to the searcher: one hit per URL, the /select handler's edismax semantics; fused with
 the passages found by meaning where semantic search is on (hybrid.py), the administrator's best bets
 and boosts applied (rules/ranking_rules.py), spelling asked when nothing matches (spelling.py).
@@ -39,9 +39,9 @@ from searchcrawl.search.query import (
     unique_hits,
 )
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
-from searchcrawl.search.search_request import FACETS, MAX_PAGE, MODIFIED, SORTS, SearchRequest, day, shown_label, shown_type, tag
-from searchcrawl.search.searcher import TrimmedIndex, log_failed_search
+from searchcrawl.search.request import FACETS, MAX_PAGE, MODIFIED, SORTS, SearchRequest, day, shown_label, shown_type, tag
 from searchcrawl.search.spelling import spelling
+from searchcrawl.search.trimmed_index import TrimmedIndex, log_failed_search
 from searchcrawl.system import translations
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.system.translations import ngettext
@@ -232,7 +232,7 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: st
 
 def best_bets(index: TrimmedIndex, urls: list[str]) -> list[Hit]:
     """The documents pinned at ``urls`` that the searcher of ``index`` may read, in ``urls``'
-    order: asked of Solr with the searcher's trimming like every search (searcher.py), so one
+    order: asked of Solr with the searcher's trimming like every search (trimmed_index.py), so one
     they may not read is neither shown nor hinted at (rules/ranking_rules.py)."""
     if not urls:
         return []

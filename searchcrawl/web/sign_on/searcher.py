@@ -1,4 +1,5 @@
-"""Who is searching, without HTTP: a trusted proxy's word, and the user name it may give.
+"""Who is searching, without HTTP: the request's ``Searcher`` (the index as they may read it), a
+trusted proxy's word, and the user name it may give.
 
 A searcher is known by a session of the search page's sign-in (sign_on/sessions.py, its password checked
 by the directory), or by a header that a reverse proxy doing single sign-on sets
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 MAX_USER_CHARS = 256
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")

@@ -1,4 +1,4 @@
-"""The Searcher trims (search/searcher.py): every request a TrimmedIndex sends carries the
+"""The Searcher trims (search/trimmed_index.py): every request a TrimmedIndex sends carries the
 searcher's trimming, which no parameter of the caller's replaces."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.index.solr_client import DOCUMENTS, PASSAGES
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.trimmed_index import TrimmedIndex
 
 ALICE = Principals.of("alice", [Principal("group:finance", "test")])
 

@@ -1,4 +1,4 @@
-"""The crawl's store handles alone (extensions/stores.py): built by Scrapy's extension manager
+"""The crawl's store handles alone (stores.py): built by Scrapy's extension manager
 from the crawler (``get_crawler`` in ``tests.components``), or with ``build_from_crawler``; or
 made by hand from in-memory stores, which is how a component's own test may build what it uses.
 Refused for other spiders; required (loudly) by a source spider's components; closed once the
@@ -16,13 +16,13 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from searchcrawl import settings as project_settings
-from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
+from searchcrawl.crawl.stores import Stores, stores_of
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.store import Database, DocumentTable
 from tests.components import UNREACHABLE_SOLR
 
-STORES = "searchcrawl.crawl.extensions.stores.Stores"
+STORES = "searchcrawl.crawl.stores.Stores"
 
 
 class OtherSpider(Spider):

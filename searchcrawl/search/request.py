@@ -7,7 +7,7 @@ values of one facet are OR'ed, facets AND'ed, and each facet's own filter is tag
 of its own counts (Solr's multi-select faceting), so a searcher who chose "PDF" still sees how
 many Word documents they could add. Sorts, page sizes and last-modified ranges are fixed lists; a
 date range is two validated days. Junk in any parameter is ignored, never an error. The search
-itself (one for the page, the API, MCP and the commands) is search_run.py's ``run_search``.
+itself (one for the page, the API, MCP and the commands) is results.py's ``run_search``.
 """
 
 from __future__ import annotations

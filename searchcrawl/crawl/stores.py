@@ -181,4 +181,4 @@ def stores_of(crawler: Crawler) -> Stores:
     if stores is not None:
         return stores
     source_of(crawler)  # NotConfigured for another spider
-    raise RuntimeError("searchcrawl.crawl.extensions.stores.Stores is not enabled (EXTENSIONS): a source's crawl needs it")
+    raise RuntimeError("searchcrawl.crawl.stores.Stores is not enabled (EXTENSIONS): a source's crawl needs it")
