@@ -32,7 +32,6 @@ from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
 from searchcrawl.content.regions import ContentRegions, RegionText
 from searchcrawl.content.soft_errors import Page, SoftError, SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
-from searchcrawl.crawl.stores import tika_configured
 from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,

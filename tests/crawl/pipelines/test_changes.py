@@ -16,7 +16,6 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument, Fetched
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.pipelines.checksum import versioned
