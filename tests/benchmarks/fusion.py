@@ -48,12 +48,14 @@ from searchcrawl.semantic.fusion import (
     K,
     knn_weight,
     query_shape,
+    rank_constant,
     reciprocal_rank_fusion,
 )
 from tests.benchmarks.judged import HELD_OUT, JUDGED
 
 GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 SHAPES = (NAME, MESSAGE, QUESTION, KEYWORDS)
+CONSTANTS = (5, 10, 20, 30, 60, 100)  # reciprocal rank fusion's k, tried
 DEPTH = 50  # the hits a judged query reads (search/search_run.py judged_hits)
 
 
@@ -84,12 +86,13 @@ class KeptSet:
         return list(self.kept["lists"])
 
     def fused(
-        self, model: str, weight: Callable[[JudgedQuery], float], form: str = "", evidence: float = 0.0
+        self, model: str, weight: Callable[[JudgedQuery], float], form: str = "", evidence: float = 0.0, k: int = K
     ) -> dict[str, list[str]]:
         """qid -> hit URLs: the words and the kNN list above the model's floor, fused with the kNN
         list weighed ``weight(query)``; ``form``: a question's words list of that form
         (``read_forms``) instead of the kept one; ``evidence``: the weight of a third list, the kNN
-        documents by how many of the query's words their best passage says (``passage_words``)."""
+        documents by how many of the query's words their best passage says (``passage_words``);
+        ``k``: reciprocal rank fusion's constant."""
         floor, lists, urls = self.kept["floors"][model], self.kept["lists"][model], self.kept["urls"]
         floor = 0.0 if floor is None else floor  # a model with no calibrated floor yet: every kNN hit counts
         ranked = {}
@@ -99,7 +102,7 @@ class KeptSet:
             above = [(parent, text) for parent, score, text in kept.get("nearest", []) if score >= floor][:WINDOW]
             nearest = [parent for parent, _text in above]
             fused = [words, nearest, passage_words(query.text, above)] if evidence else [words, nearest]
-            order = [item for item, _ in reciprocal_rank_fusion(fused, K, WINDOW, (1.0, weight(query), evidence))]
+            order = [item for item, _ in reciprocal_rank_fusion(fused, k, WINDOW, (1.0, weight(query), evidence))]
             ranked[query.qid] = [
                 urls.get(item, item if "://" in item else f"urn:searchcrawl:gone:{item}") for item in order[:DEPTH]
             ]
@@ -170,7 +173,7 @@ def equal_weights(_train: Sequence[KeptSet], model: str) -> tuple[str, Fusion]:
 def weights_of_today(_train: Sequence[KeptSet], model: str) -> tuple[str, Fusion]:
     def fusion(kept: KeptSet) -> dict[str, list[str]]:
         key = model_key(kept.kept["model_ids"][model]) if "model_ids" in kept.kept else (model, "")
-        return kept.fused(model, lambda query: knn_weight(key, query_shape(query.text)))
+        return kept.fused(model, lambda query: knn_weight(key, query_shape(query.text)), k=rank_constant(key))
 
     return "calibrated", fusion
 
@@ -199,6 +202,17 @@ def passage_evidence(train: Sequence[KeptSet], model: str) -> tuple[str, Fusion]
     return f"evidence {weight}", fusion_at(weight)
 
 
+def fusion_constant(train: Sequence[KeptSet], model: str) -> tuple[str, Fusion]:
+    """Reciprocal rank fusion's constant (60, the paper's and the product's) of ``CONSTANTS`` best
+    on ``train`` (equal weights): a small one trusts each list's first hits more."""
+
+    def fusion_at(k: int) -> Fusion:
+        return lambda kept: kept.fused(model, lambda _query: 1.0, k=k)
+
+    k = max(CONSTANTS, key=lambda c: (round(mean_all(train, fusion_at(c)), 4), c == K))
+    return f"k {k}", fusion_at(k)
+
+
 def question_form(train: Sequence[KeptSet], model: str) -> tuple[str, Fusion]:
     """The question's words query in the form of ``FORMS`` best on ``train`` (equal weights)."""
 
@@ -221,6 +235,7 @@ CANDIDATES: dict[str, Candidate] = {
     "weights by shape": by_shape,
     "question's weight": question_weight,
     "passage words": passage_evidence,
+    "fusion constant": fusion_constant,
     "passage words at 1": lambda _train, model: (
         "evidence 1.0",
         lambda kept: kept.fused(model, lambda _query: 1.0, evidence=1.0),
@@ -312,7 +327,7 @@ def main() -> None:
             rows[f"hybrid-{model} (as run)"] = kept.kept[f"hybrid-{model}"]
             rows[f"hybrid-{model}, equal weights"] = kept.fused(model, lambda _query: 1.0)
             rows[f"hybrid-{model}, weights of today"] = kept.fused(
-                model, lambda query, key=key: knn_weight(key, query_shape(query.text))
+                model, lambda query, key=key: knn_weight(key, query_shape(query.text)), k=rank_constant(key)
             )
             if train:
                 weights = tuned(train, model)
