@@ -32,6 +32,7 @@ from searchcrawl.search.answer_parts import (
     split_sentences,
 )
 from searchcrawl.search.hybrid import cut
+from searchcrawl.search.query import SCAFFOLDING
 
 logger = logging.getLogger(__name__)
 
@@ -89,13 +90,22 @@ def said_of(sentence: str, asked: set[str]) -> int:
     return sum(words.says(word) for word in asked)
 
 
-def marked_sentences(question: str, text: str) -> tuple[list[tuple[str, bool]], int]:
+def asked_words(question: str) -> set[str]:
+    """The question's content words (answers.py ``content_words``) less its scaffolding (query.py
+    ``SCAFFOLDING``: "what", "does", "best", "want") and its function words ("from", "that",
+    "with"): what an answer must speak of. A passage that says "what" or "from" says nothing of
+    "what is the best way to eat from a ball python"."""
+    unsaid = SCAFFOLDING | FUNCTION_WORDS
+    return content_words(" ".join(word for word in question.split() if word.casefold().strip("?,.!¿¡") not in unsaid))
+
+
+def marked_sentences(question: str, text: str, asked: set[str] | None = None) -> tuple[list[tuple[str, bool]], int]:
     """The sentences of ``text`` around its answer, each with whether it is marked, and how many
-    of the question's content words the marked ones say (0: none says any, nothing marked). The
-    marked ones say the most of them (at most MARKED, the first on a tie, kept in the text's order),
-    with CONTEXT sentences before and after."""
+    of the question's content words (``asked``; None: ``content_words(question)``) the marked ones
+    say (0: none says any, nothing marked). The marked ones say the most of them (at most MARKED,
+    the first on a tie, kept in the text's order), with CONTEXT sentences before and after."""
     sentences = split_sentences(text)
-    asked = content_words(question)
+    asked = content_words(question) if asked is None else asked
     said = [said_of(sentence, asked) for sentence in sentences]
     best = max(said, default=0)
     if best == 0:
@@ -105,16 +115,33 @@ def marked_sentences(question: str, text: str) -> tuple[list[tuple[str, bool]], 
     return [(cut(sentences[at], SENTENCE_CHARS), at in chosen) for at in range(first, last + 1)], best
 
 
-def best_extract(question: str, sources: Sequence[AnswerSource], rerank: Reranker | None = None) -> Extract | None:
+# How the extract's passage is chosen of those gathered (issue 100, point 5; tests/benchmarks/
+# extract_choice.py; docs/answers.md): "knn-asked", the first in the kNN order whose marked
+# sentences say a word the question asks (``asked_words``); "knn", issue 93's rule, where the
+# question's scaffolding and function words counted ("what", "does", "from"); "said", the one whose
+# sentences say the most of the question's words, the kNN order on a tie; "covered", "said" held to
+# at least half of them. "said" and "covered" lose answering pages on the judged sets (held out
+# too): they are kept for measuring.
+CHOICES = ("knn-asked", "knn", "said", "covered")
+CHOICE = "knn-asked"
+
+
+def best_extract(
+    question: str, sources: Sequence[AnswerSource], rerank: Reranker | None = None, choice: str = CHOICE
+) -> Extract | None:
     """The extract of the first of ``sources`` (answers.py ``answer``'s: readable, current, at
-    or above the threshold) in the ranking's order whose marked sentences speak of ``question``;
-    None when none does."""
+    or above the threshold) in the ranking's order whose marked sentences speak of ``question``
+    (``choice``: ``CHOICES``); None when none does."""
     scores = list(rerank(question, sources)) if rerank is not None else [source.score for source in sources]
+    asked = content_words(question) if choice == "knn" else asked_words(question)
     ranked = sorted(zip(scores, range(len(sources)), sources, strict=True), key=lambda item: (-item[0], item[1]))
-    for score, _at, source in ranked:
-        sentences, said = marked_sentences(question, source.text)
-        marked = [text for text, is_marked in sentences if is_marked]
-        if said and speaks_of(marked, question):
+    marked = [(score, source, *marked_sentences(question, source.text, asked)) for score, _at, source in ranked]
+    if choice in ("said", "covered"):
+        marked.sort(key=lambda item: -item[3])  # stable: the ranking's order on a tie
+    least = (len(asked) + 1) // 2 if choice == "covered" else 1
+    for score, source, sentences, said in marked:
+        shown = [text for text, is_marked in sentences if is_marked]
+        if said >= least and (speaks_of(shown, question) if choice == "knn" else True):
             logger.debug("Extractive answer: %s (score %.3f, %d of the question's words)", source.document, score, said)
             return Extract(source, tuple(sentences), score)
     return None

@@ -10,7 +10,7 @@ hit: the k nearest passages of a query that nothing answers are still the k near
 floor every query matched (issue 91); a model with neither floor finds nothing by meaning until
 its setting gives one. The passages are collapsed to their documents (a document
 ranks by its best passage), and the two lists fused by reciprocal rank fusion (semantic/fusion.py:
-k = 60, each list read to
+k = 60, or the model's calibrated one, ``rank_constant``: 20 for bge-small; each list read to
 ``WINDOW`` = 100 documents) in the application, the kNN list weighed by the query's shape (a name,
 an error message, a question, keywords: ``knn_weight``, calibrated per model, issue 93). The fused order covers the first ``WINDOW`` hits
 (10 pages of 10); a page beyond it, and a search sorted by date or title, is the words query's
@@ -46,7 +46,7 @@ from searchcrawl.semantic.embedders import (
     model_key,
     numpy,
 )
-from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, knn_weight, query_shape, reciprocal_rank_fusion
+from searchcrawl.semantic.fusion import WINDOW, best_per_parent, knn_weight, query_shape, rank_constant, reciprocal_rank_fusion
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, complete, has_passages
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class SemanticSearch:
     previous: SemanticModel | None = None
     complete: Callable[[str], bool] = lambda _model: True
     has_passages: Callable[[str], bool] = lambda _model: True
-    k: int = K
+    k: int | None = None  # reciprocal rank fusion's constant; None: the model's (fusion.py ``rank_constant``)
     window: int = WINDOW
     recheck: float = 60.0
     _switched: bool = field(default=False, init=False)
@@ -256,14 +256,15 @@ def fused_order(
     order: list[str], nearest: Sequence[tuple[str, dict[str, Any]]], model: SemanticModel, query: str, semantic: SemanticSearch
 ) -> list[str]:
     """The words' ``order`` of ids fused with the ``nearest`` documents' (reciprocal-rank fusion,
-    the kNN list weighed for the query's shape and the model); the words' alone without any."""
+    the kNN list weighed for the query's shape and the model, with the model's constant); the words' alone without any."""
     if not nearest:
         return order
     shape = query_shape(query)
-    weight = knn_weight(model_key(model.model_id), shape)
-    logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1", shape, weight)
+    key = model_key(model.model_id)
+    weight, k = knn_weight(key, shape), rank_constant(key) if semantic.k is None else semantic.k
+    logger.debug("Fusion: a %s query, the kNN list weighed %.2f against the words' 1 (k %d)", shape, weight, k)
     lists = [order, [parent for parent, _ in nearest]]
-    return [item for item, _ in reciprocal_rank_fusion(lists, semantic.k, semantic.window, (1.0, weight))]
+    return [item for item, _ in reciprocal_rank_fusion(lists, k, semantic.window, (1.0, weight))]
 
 
 def page_documents(

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from searchcrawl.semantic.fusion import QUESTION, query_shape
 from searchcrawl.system.translations import N_, ngettext
 
 # one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
@@ -109,6 +110,42 @@ def search_params(
         # they hold (Solr's default already; said here so no configset can change it)
         "uf": UF,
     }
+
+
+# A question's scaffolding (issue 100, point 4): the words that make a request a question or a
+# user's own ("how do I", "why does", "what is the best way to", "my", "me"), which name nothing a
+# page is about. The words query never requires them (edismax's mm is 0) and weighs them as any
+# other word; the kNN query reads the question whole. Dropped from the words query, or weighed
+# 0.1, they gain on one judged set (scipy-lectures) and lose on the three others, python-docs held
+# out by 0.014 nDCG@10 (tests/benchmarks/fusion.py --leave-one-out; docs/semantic-search.md,
+# "Chosen on the other sets"): so the words query of a question is the question as typed, and the
+# other forms are kept for measuring.
+SCAFFOLDING = frozenset(
+    "how what why where when which who whom whose do does did done can could should would will shall may might must "
+    "i i'm me my mine myself you your yours we our us there way ways best possible somebody someone something "
+    "want wanted need".split()
+)
+# query syntax a searcher may have typed (a phrase, a field, a group, a boost, a wildcard, an
+# operator): such a query goes to Solr as typed, word for word
+QUERY_SYNTAX = re.compile(r"""["():^*~\[\]{}\\/]|(?:^|\s)[-+!]|\b(?:AND|OR|NOT)\b|&&|\|\|""")
+FORMS = ("typed", "dropped", "lowered")  # the words query of a question: as typed, scaffolding out, or weighed 0.1
+QUESTION_FORM = "typed"  # measured, held out: the others did not hold
+
+
+def words_text(text: str, form: str = QUESTION_FORM) -> str:
+    """The text of the words query for the searcher's ``text``: a question's scaffolding
+    (``SCAFFOLDING``) left out (``form`` "dropped") or weighed 0.1 ("lowered"), where the query
+    is question-shaped (semantic/fusion.py ``query_shape``), holds no query syntax and keeps a word
+    of its own; else, and with ``form`` "typed", ``text`` as it is."""
+    if form == "typed" or QUERY_SYNTAX.search(text) or query_shape(text) != QUESTION:
+        return text
+    words = text.split()
+    kept = [word for word in words if word.casefold().rstrip("?,.!") not in SCAFFOLDING]
+    if not kept or len(kept) == len(words):
+        return text
+    if form == "dropped":
+        return " ".join(kept)
+    return " ".join(word if word in kept else f"{word.rstrip('?,.!')}^0.1" for word in words)
 
 
 ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")

@@ -37,6 +37,7 @@ from searchcrawl.search.query import (
     search_params,
     snippet_of,
     unique_hits,
+    words_text,
 )
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
 from searchcrawl.search.request import FACETS, MAX_PAGE, MODIFIED, SORTS, SearchRequest, day, shown_label, shown_type, tag
@@ -282,7 +283,7 @@ def run_search(
     if not request.q:
         return page
     query = words_query(request, rows, ranking, semantic)
-    results = index.search(request.q, query.params, boost_params(rules.boosts))
+    results = index.search(words_text(request.q), query.params, boost_params(rules.boosts))
     found = ordered(index, query, request.q, results)
     page.total = results.hits + found.meaning_only
     if request.page == 1:

@@ -11,6 +11,11 @@ of the fusion is measured on exactly the same lists.
     apt-get download python3.11-doc      # the fourth, held out: Python 3.11's documentation
     .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --sets scrapy-docs,python-docs \
         --deb python-scrapy-doc_2.8.0-2_all.deb --deb python3.11-doc_3.11.2-6+deb12u9_all.deb --embeddings wordllama
+
+``--question-forms typed,dropped,lowered`` keeps, besides, the words query's hits (to the fusion's
+window) under each form of a question's words query (search/query.py ``words_text``), words
+only: ``tests.benchmarks.fusion --words FORM`` fuses them with another run's kNN lists (issue 100,
+point 4). A words-only run of all four sets takes minutes, not the embedding's hour.
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ import pysolr
 from searchcrawl.access.decision import Principals
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.rules.ranking_rules import Rules
-from searchcrawl.search import hybrid
+from searchcrawl.search import hybrid, results
 from searchcrawl.search.evaluation import JudgedQuery, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.results import judged_run
+from searchcrawl.search.query import FORMS
+from searchcrawl.search.results import judged_hits, judged_run
 from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.benchmarks.judged import JUDGED, SETS, add_deb_option, crawl, embedded_passages, judged_site, workspace
 
@@ -72,13 +78,36 @@ def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: Sema
     return kept
 
 
+def question_forms(index: TrimmedIndex, queries: list[Any], source: str, forms: list[str]) -> dict[str, dict[str, list[str]]]:
+    """form -> qid -> the words query's hit URLs to the fusion's window, the question's words query
+    made in that form (``words_text``)."""
+    kept: dict[str, dict[str, list[str]]] = {}
+    original = results.words_text
+    try:
+        for form in forms:
+            results.words_text = lambda text, form=form: original(text, form)  # type: ignore[misc]
+            kept[form] = {
+                query.qid: [hit.url for hit in judged_hits(index, query.text, source, Rules(), "words", depth=hybrid.WINDOW)]
+                for query in queries
+            }
+    finally:
+        results.words_text = original  # type: ignore[misc]
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--embeddings", action="append", default=[], metavar="SPEC")
+    parser.add_argument(
+        "--question-forms", default="", help=f"words lists kept under these forms of a question ({','.join(FORMS)})"
+    )
     add_deb_option(parser)
     args = parser.parse_args()
+    forms = [form for form in args.question_forms.split(",") if form]
+    if set(forms) - set(FORMS):
+        parser.error(f"--question-forms: of {', '.join(FORMS)}")
     work, out, solr = workspace("searchcrawl-fusion-", args.out)
     core = solr.start(timeout=600)
     try:
@@ -102,6 +131,8 @@ def main() -> None:
                 ranked, _ = judged_run(index, queries, source, Rules(), ranking)
                 entry[ranking] = ranked
                 print(name, ranking, summary(queries, judgments, ranked))
+            if forms:
+                entry["question_forms"] = question_forms(index, queries, source, forms)
             for spec in args.embeddings:
                 kind, embedder, _result = embedded_passages(core, spec, source)
                 ranked, _ = judged_run(index, queries, source, Rules(), "page", SemanticSearch(SemanticModel(embedder)))

@@ -16,7 +16,7 @@ from searchcrawl.search.answers import (
     split_sentences,
 )
 from searchcrawl.search.evaluation import read_queries
-from searchcrawl.search.extractive import Extract, best_extract, is_question, marked_sentences
+from searchcrawl.search.extractive import Extract, asked_words, best_extract, is_question, marked_sentences
 from tests.conftest import ROOT
 
 JUDGED = ROOT / "tests" / "search" / "judged"
@@ -131,6 +131,35 @@ def test_no_passage_that_speaks_of_the_question_is_no_answer() -> None:
     assert best_extract("parking permits", [source(1, LEAVE, 0.9)]) is None
     assert best_extract("how do I book leave", []) is None
     assert best_extract("pdb?", [source(1, LEAVE, 0.9)]) is None  # no content word: nothing to mark
+
+
+def test_the_words_a_question_asks_leave_its_scaffolding_and_function_words_out() -> None:
+    assert asked_words("What does the fetcher do with robots rules?") == {"fetch", "robot", "rules"}
+    assert asked_words("how do I") == set()
+
+
+def test_a_passage_that_says_only_the_questions_scaffolding_is_no_answer() -> None:
+    # issue 100, point 5: "what" and "does" counted as the question's words, so the first passage
+    # was the answer for saying them; it says nothing of the fetcher or robots rules
+    question = "what does the fetcher do with robots rules"
+    sources = [
+        source(1, "Here is what it does, in short. Read on from here.", 0.9),
+        source(2, "The fetcher obeys the robots rules of every host.", 0.8),
+    ]
+    extract = best_extract(question, sources)
+    assert extract is not None and extract.source.number == 2
+    assert best_extract(question, sources[:1]) is None
+    assert best_extract("what do ball pythons eat", [source(1, "Here is what you do with a file.", 0.9)]) is None
+
+
+def test_the_choices_measured_but_not_shipped() -> None:
+    question = "book annual leave online"
+    sources = [source(1, "Leave is booked by your manager.", 0.9), source(2, "Annual leave is booked online in the portal.", 0.8)]
+    chosen = {choice: best_extract(question, sources, choice=choice) for choice in ("knn", "said", "covered")}
+    assert [extract.source.number if extract else None for extract in chosen.values()] == [1, 2, 2]
+    assert best_extract(question, sources[:1], choice="covered") is not None  # 2 of its 4 words: half
+    assert best_extract(question, [source(1, "Leave is granted.", 0.9)], choice="covered") is None  # 1 of 4
+    assert best_extract("book annual leave online early", sources[:1], choice="covered") is None  # 2 of 5
 
 
 def test_a_long_sentence_is_cut_when_shown() -> None:

@@ -93,6 +93,26 @@ def test_a_question_keeps_the_plain_reciprocal_rank_fusion() -> None:
     assert order == ["b", "a", "k1", "c"]
 
 
+def test_bge_small_fuses_with_its_own_constant() -> None:
+    """Issue 100, point 7: bge-small's reciprocal rank fusion constant (20, chosen leave-one-set-out)
+    trusts each list's first hits more than the paper's 60: a page first by its words alone comes
+    above one that both lists rank 30th; with 60 it came below."""
+
+    class BgeSmall(Model):
+        model_id = "onnx/bge-small-en-v1.5-q/42d39a448051"
+
+    words = ["first", *[f"w{n}" for n in range(28)], "both"]
+    nearest = [*[f"k{n}" for n in range(29)], "both"]
+    hits = [{"id": item, "url": f"http://127.0.0.1/{item}"} for item in words]
+    orders = {}
+    for model in (BgeSmall(), Model()):
+        semantic = SemanticSearch(SemanticModel(model, 0.5))
+        found = fuse(Pages(nearest), semantic, "numpy", hits, [], {}, 0, 100).docs  # type: ignore[arg-type]
+        order = [str(doc["id"]) for doc in found]
+        orders[model.model_id] = order.index("first") < order.index("both")
+    assert orders == {BgeSmall.model_id: True, Model.model_id: False}
+
+
 def test_a_request_embeds_each_text_once_and_never_shares_its_vectors() -> None:
     """Review of issue 93: the search page's kNN query and its extractive answer each embedded the
     query. ``SemanticSearch.for_request`` remembers a request's vectors, for that request alone."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import (
     CALIBRATED_WEIGHTS,
     DEFAULT_WEIGHTS,
@@ -11,9 +12,11 @@ from searchcrawl.semantic.fusion import (
     MESSAGE,
     NAME,
     QUESTION,
+    K,
     best_per_parent,
     knn_weight,
     query_shape,
+    rank_constant,
     reciprocal_rank_fusion,
 )
 
@@ -71,3 +74,10 @@ def test_a_calibrated_model_has_its_own_weights_another_the_default() -> None:
         assert set(weights) == set(DEFAULT_WEIGHTS) and knn_weight(key, NAME) == weights[NAME]
     assert knn_weight(("openai", "768"), QUESTION) == DEFAULT_WEIGHTS[QUESTION] == 1.0
     assert knn_weight(("openai", "768"), NAME) == DEFAULT_WEIGHTS[NAME] < 1.0
+
+
+def test_bge_small_fuses_both_lists_alike_whatever_the_shape() -> None:
+    # issue 100, point 7: the one rule that held out on every judged set (tests/benchmarks/fusion.py --leave-one-out)
+    bge_small = model_key("onnx/bge-small-en-v1.5-q/42d39a448051")
+    assert [knn_weight(bge_small, shape) for shape in (NAME, MESSAGE, QUESTION, KEYWORDS)] == [1.0] * 4
+    assert rank_constant(bge_small) == 20 and rank_constant(("openai", "768")) == K == 60
