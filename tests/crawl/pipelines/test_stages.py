@@ -32,14 +32,16 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
     # the converted document and the access become the Solr document (checksum, text digest, access fields)
     ("checksum.ChecksumPipeline", {"access_update", "converted", "access"}, {"fields"}),
     # the Solr document's checksum against what the index holds: unchanged and duplicates leave here
+    # (an unchanged page with the spider's anchors: its links may have changed without its text)
     (
         "changes.ChangePipeline",
-        {"access_update", "fields", "previous", "headers", "record", "url", "source", "canonical_url", "depth"},
+        {"access_update", "fields", "previous", "headers", "record", "url", "source", "canonical_url", "depth", "anchors"},
         set(),
     ),
     # after the change check: an unchanged page or a duplicate never needs its language detected
     ("language.LanguagePipeline", {"converted", "fields"}, {"fields[language]"}),
     # the Solr document cached under the converted document's display URL, its row marked pending
+    # with the spider's anchors (content/anchors.py)
     (
         "cache_writer.CachePipeline",
         {
@@ -54,6 +56,7 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
             "source",
             "canonical_url",
             "depth",
+            "anchors",
         },
         set(),
     ),
