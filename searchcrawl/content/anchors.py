@@ -23,7 +23,7 @@ the page it points to is about in the words a searcher types ("travel expenses" 
   page can fill another's field.
 
 Which pages' anchors are candidates (those in the index, of the same source) is the document
-table's (store/anchors.py); when the field is written, the push's (index/push.py).
+table's (store/anchor_table.py); when the field is written, the push's (index/push.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, batches
 from searchcrawl.rules.lifecycle import State
-from searchcrawl.store.anchors import IN_SOLR, DueDocument
+from searchcrawl.store.anchor_table import IN_SOLR, DueDocument
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.ledger import Ledger
 

@@ -24,7 +24,7 @@ from sqlalchemy import Result, bindparam, func, or_, select
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import State
-from searchcrawl.store import anchors, duplicates
+from searchcrawl.store import anchor_table, duplicates
 from searchcrawl.store.columns import IN_INDEX, LEFT_INDEX, WHOLE, WITH_ENTRY, one_of
 from searchcrawl.store.database import Database, url_hash
 from searchcrawl.store.models import documents, frontier, redirects
@@ -197,11 +197,11 @@ class DocumentTable:
             )
             return [url for (url,) in rows]
 
-    def anchors_due(self, source: str, after: int = 0, limit: int = 500) -> list[anchors.DueDocument]:
-        """The source's documents whose anchor field is due (store/anchors.py), from their marks
+    def anchors_due(self, source: str, after: int = 0, limit: int = 500) -> list[anchor_table.DueDocument]:
+        """The source's documents whose anchor field is due (store/anchor_table.py), from their marks
         after mark ``after`` (``limit`` marks at most): url, url_hash, state and the ``marks`` read,
         which the push deletes once it set the field."""
-        return anchors.due_documents(self.database, source, after, limit)
+        return anchor_table.due_documents(self.database, source, after, limit)
 
     def anchor_candidates(self, source: str, urls: Sequence[str]) -> dict[str, list[tuple[str, str, str | None]]]:
         """For each of ``urls``, the anchors of the source's pages in the index that link to it:
@@ -210,7 +210,7 @@ class DocumentTable:
         found: dict[str, list[tuple[str, str, str | None]]] = {}
         keys = list(hashes)
         for start in range(0, len(keys), 500):
-            for target, rows in anchors.candidates(self.database, source, keys[start : start + 500]).items():
+            for target, rows in anchor_table.candidates(self.database, source, keys[start : start + 500]).items():
                 found[hashes[target]] = rows
         return found
 

@@ -46,7 +46,7 @@ from searchcrawl.rules.lifecycle import (
 )
 from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
-from searchcrawl.store import anchors, duplicates, plans, records, redirects
+from searchcrawl.store import anchor_table, duplicates, plans, records, redirects
 from searchcrawl.store.database import as_utc, now, url_hash
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.frontier import Known, place
@@ -374,7 +374,7 @@ class Ledger:
         left them, in the same transaction, so that they and the page's access are always of one
         version. Given (the page was parsed), they replace its anchors; a page out of the index
         has none. The targets whose anchors that count may have changed are marked due
-        (store/anchors.py), for the push to set their field: those of an anchor added or gone, and
+        (store/anchor_table.py), for the push to set their field: those of an anchor added or gone, and
         every target of the page when it enters or leaves the index or its readers change."""
         before = current is not None and current.state in IN_INDEX
         after = change.state in IN_INDEX
@@ -384,16 +384,16 @@ class Ledger:
             return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
         database, page = self.table.database, url_hash(url)
         # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
-        old = anchors.read_page(database, connection, self.source, page) if before else set()
+        old = anchor_table.read_page(database, connection, self.source, page) if before else set()
         new = {(url_hash(target), text) for target, text in given} if given is not None and after else set()
         if given is None and after:
             new = old
         if new != old:
-            anchors.replace_page(database, connection, self.source, page, new, had=bool(old))
+            anchor_table.replace_page(database, connection, self.source, page, new, had=bool(old))
         if not (before or after):
             return
         everything = before != after or (readers and outcome.columns["access"] != current.access)
-        anchors.mark_due(
+        anchor_table.mark_due(
             database, connection, self.source, {target for target, _text in (old | new if everything else old ^ new)}
         )
 
@@ -602,8 +602,8 @@ class Ledger:
     def mark_anchors_set(self, marks: Sequence[int]) -> None:
         """The push set the anchor field of the documents of these marks (``DocumentTable.anchors_due``)
         as their anchors stood after the marks were read: the marks go; one added since stays,
-        for the next push (store/anchors.py)."""
-        self.table.database.transaction(lambda connection: anchors.clear_due(self.table.database, connection, marks))
+        for the next push (store/anchor_table.py)."""
+        self.table.database.transaction(lambda connection: anchor_table.clear_due(self.table.database, connection, marks))
 
     def mark_removed(self, urls: Sequence[str]) -> None:
         """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""

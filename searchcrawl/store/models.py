@@ -127,7 +127,7 @@ documents = Table(
 # The words of the links of each page of a source in the index (content/anchors.py): a row per
 # (page, target, text), keyed by the URLs' hashes (the documents' ``url_hash``; the target may have
 # no row yet). Replaced whole when the page is parsed, gone when it leaves the index: written by the
-# Ledger (store/anchors.py) alone, with the page's outcome.
+# Ledger (store/anchor_table.py) alone, with the page's outcome.
 anchors = Table(
     "anchors",
     metadata,
@@ -143,7 +143,7 @@ anchors = Table(
 # The documents whose anchor field is due to be set in Solr: a row each time the anchors that
 # count for one may have changed, appended with the linking page's outcome (never updated: two
 # nodes' outcomes never wait on each other's marks), deleted by the push once the field is set,
-# up to the mark it read. Written by the Ledger (store/anchors.py) alone.
+# up to the mark it read. Written by the Ledger (store/anchor_table.py) alone.
 anchor_marks = Table(
     "anchor_marks",
     metadata,

@@ -154,12 +154,12 @@ def sql_writes(tree: ast.AST) -> list[str]:
 # The tables split off the documents (issue 54 point 3, migration 0012) have one owner each: the
 # frontier table is written by store/frontier.py alone (the Ledger finishes a URL's entry and queues
 # it again through frontier.py's ``place`` and ``queue_documents``), the redirects table by
-# store/redirects.py alone, the anchors and anchor_marks tables (issue 100) by store/anchors.py alone.
+# store/redirects.py alone, the anchors and anchor_marks tables (issue 100) by store/anchor_table.py alone.
 SPLIT_OWNERS = {
     "frontier": STORES / "frontier.py",
     "redirects": STORES / "redirects.py",
-    "anchors": STORES / "anchors.py",
-    "anchor_marks": STORES / "anchors.py",
+    "anchors": STORES / "anchor_table.py",
+    "anchor_marks": STORES / "anchor_table.py",
 }
 FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger
 MIGRATIONS = STORES / "migrations"
@@ -179,7 +179,7 @@ STORE_WRITES = {
     STORES / "duplicates.py": {"release_duplicates", "queue_copy"},
     STORES / "plans.py": {"queue_planned"},
     STORES / "redirects.py": {"write_redirect"},
-    STORES / "anchors.py": {"replace_page", "mark_due", "clear_due"},
+    STORES / "anchor_table.py": {"replace_page", "mark_due", "clear_due"},
 }
 LEDGER = STORES / "ledger.py"
 # The modules that may call the frontier's writes made for the ledger, besides frontier.py itself

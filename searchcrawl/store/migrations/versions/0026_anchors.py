@@ -1,6 +1,6 @@
 """``anchors``: the words of each indexed page's links, by linking page and target, and
 ``anchor_marks``: the documents whose anchor field is due to be set in Solr (issue 100, anchor
-text: content/anchors.py, store/anchors.py).
+text: content/anchors.py, store/anchor_table.py).
 
 Revision ID: 0026
 Revises: 0025

@@ -1,4 +1,4 @@
-"""Anchor text in the document table (store/anchors.py, through the Ledger): a page's anchors
+"""Anchor text in the document table (store/anchor_table.py, through the Ledger): a page's anchors
 written with its outcome, replaced whole, gone when it leaves the index; the documents whose field
 is due; what counts read as candidates. SQLite here; tests/e2e/test_store_postgresql.py runs the
 tests that take ``backend`` on PostgreSQL."""
