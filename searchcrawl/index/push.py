@@ -463,6 +463,7 @@ def push_with_retries(
         total.indexed += result.indexed
         total.removed += result.removed
         total.refused += result.refused
+        total.anchors += result.anchors
         total.pending, total.error, total.request_refused = result.pending, result.error, result.request_refused
         if result.error is None:
             return total

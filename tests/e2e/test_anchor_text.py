@@ -67,6 +67,14 @@ def test_a_page_is_found_by_the_words_of_links_to_it_that_its_readers_may_read(p
         assert docs[f"{site.url}policy.html"]["anchor"] == [f"{fish} handbook"]
         assert docs[f"{site.url}hr/bands.html"]["anchor"] == [ledger]
 
+        # nothing changed: nothing is sent to Solr, no document pushed and no anchor field set in place
+        site.served.clear()
+        report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+        assert not report["changed"] and not report["new"] and len(report["not_modified"]) == 4, report
+        assert {url: doc["_version_"] for url, doc in by_url(solr, name).items()} == {
+            url: doc["_version_"] for url, doc in docs.items()
+        }
+
         # the linking page changes its link's words: the page linked is set in place, not fetched again
         site.pages["/index.html"] = page("Home", f'<a href="/policy.html">{guide} guide</a> <a href="/hr/pay.html">pay</a>')
         site.served.clear()

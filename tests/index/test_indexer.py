@@ -31,10 +31,15 @@ def test_batches_bounded_by_count_and_bytes() -> None:
 
 
 def test_retries_back_off_and_stop_when_done() -> None:
-    outcomes = [PushResult(pending=3, error="down"), PushResult(pending=3, error="down"), PushResult(indexed=3, refused=1)]
+    outcomes = [
+        PushResult(pending=3, error="down"),
+        PushResult(pending=3, error="down"),
+        PushResult(indexed=3, refused=1, anchors=2),
+    ]
     pauses: list[float] = []
     result = push_with_retries(lambda: outcomes.pop(0), times=5, backoff=0.5, sleep=pauses.append)
-    assert (result.indexed, result.refused, result.error, pauses) == (3, 1, None, [0.5, 1.0])
+    # the anchor fields set in place too: the run's end counts them apart from the documents indexed
+    assert (result.indexed, result.refused, result.anchors, result.error, pauses) == (3, 1, 2, None, [0.5, 1.0])
 
 
 class AnsweringIndex:
