@@ -73,6 +73,7 @@ from tests.benchmarks.measure import (
     compile_searchcrawl,
     forget_source,
     jvm_cpu,
+    last_run_counters,
     process_tree_cpu,
     python_path,
     run_measured,
@@ -215,7 +216,11 @@ class Bench:
         )
 
     def crawl(self, label: str) -> dict[str, Any]:
-        return apart_from_anchors(self.crawled(label), self.env, self.source)
+        return apart_from_anchors(self.crawled(label), self.anchors(self.env))
+
+    def anchors(self, env: dict[str, str]) -> int:
+        """The anchor fields the last crawl (one process) set in place: its run's counter."""
+        return int(last_run_counters(env, self.source).get("anchors", 0))
 
     def crawled(self, label: str) -> dict[str, Any]:
         """A crawl phase as measured, its ``solr_updates`` Solr's, anchor fields set in place among them."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from searchcrawl.crawl.run import ANCHORS_STAT
 
 
 def write_results(out: Path, report: dict[str, Any], markdown: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
@@ -150,13 +153,21 @@ def last_run_counters(env: Mapping[str, str], source: str) -> dict[str, Any]:
     return counters_of(last[0]) if last else {}
 
 
-def apart_from_anchors(phase: dict[str, Any], env: Mapping[str, str], source: str) -> dict[str, Any]:
-    """A crawl phase's ``solr_updates`` (Solr's adds and deletes by id meanwhile) less the anchor
-    fields its run set in place (index/push.py ``set_anchors``), which Solr counts as adds too, as
-    ``anchor_updates``: how many there are depends on the order the pages were pushed in (a page
-    pushed before a page linking to it is set again once that one is), the documents pushed do
-    not. The run's own count (its counters' ``anchors``), not an estimate."""
-    anchors = int(last_run_counters(env, source).get("anchors", 0))
+def anchors_logged(log: Path) -> int:
+    """The anchor fields set in place by every crawl process whose INFO log is ``log`` (each one's
+    stats dump at its end: a crawl of ``processes = N`` writes N), where a run's counters are
+    its ending process's alone (store/runs.py ``Runs.end``)."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return sum(int(count) for count in re.findall(rf"'{re.escape(ANCHORS_STAT)}': (\d+)", text))
+
+
+def apart_from_anchors(phase: dict[str, Any], anchors: int) -> dict[str, Any]:
+    """A crawl phase's ``solr_updates`` (Solr's adds and deletes by id meanwhile) less the
+    ``anchors`` fields its run set in place (index/push.py ``set_anchors``), which Solr counts as
+    adds too, as ``anchor_updates``: how many there are depends on the order the pages were
+    pushed in (a page pushed before a page linking to it is set again once that one is), the
+    documents pushed do not. The crawl's own count (``last_run_counters``' ``anchors``, or
+    ``anchors_logged``), not an estimate."""
     return {**phase, "solr_updates": phase["solr_updates"] - anchors, "anchor_updates": anchors}
 
 

@@ -71,7 +71,7 @@ from sqlalchemy.pool import NullPool
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import Bench
-from tests.benchmarks.measure import apart_from_anchors, process_tree_cpu
+from tests.benchmarks.measure import anchors_logged, apart_from_anchors, process_tree_cpu
 from tests.benchmarks.synthetic import WORDS, nginx, page_path
 from tests.conftest import ROOT, pg_bin, postgres_cluster
 
@@ -380,7 +380,7 @@ class ScaleBench(Bench):
                 result["postgresql"]["cpu_ms_per_page"] = round(postgres_cpu * 1000 / done, 3)
         else:
             size = table_bytes(self.work / "data")
-        result = apart_from_anchors(result, self.env, self.source)  # after PostgreSQL's statistics: its read adds none
+        result = apart_from_anchors(result, anchors_logged(log))  # every process's (processes = N)
         result["document_table_mb"] = round(size / 2**20, 1)
         result["milestones_s"] = milestones(log, since)
         self.last_report = self.report()
