@@ -248,9 +248,8 @@ class Bench:
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "profile-data"))
         forget_source(self.solr_url, self.source)
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
-        result = apart_from_anchors(
-            self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env), env, self.source
-        )
+        result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
+        result = apart_from_anchors(result, self.anchors(env))
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
         result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = result["cores_busy"] = None
         result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
