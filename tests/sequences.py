@@ -50,6 +50,8 @@ The rules the oracle follows (the crawler's contract)
    that stays out of the index with the same status as before is not listed as failed, deleted,
    excluded or redirected again. Checked loosely (at most those URLs) for a crawl that was killed and resumed, for
    the crawl that ran while Solr was down, and for the crawl right after it.
+10. Anchor text: each document's ``anchor`` field holds the words of the links to it on the
+   source's pages in the index (D17).
 
 Decisions where the rules leave a case open (each marked ``DECISION`` where the code makes it)
 ----------------------------------------------------------------------------------------------
@@ -67,7 +69,8 @@ D4 robots.txt answering 503 counts as one failing crawl of every URL the source 
    outside targets it holds); with the failing crawls before it, a document can reach
    max_failures and leave in that crawl ("nothing is removed for it alone").
 D5 "text" is the page's visible body text, which is what Solr's ``content`` holds. The generator
-   writes links with empty anchor text, so a page's links never change its text: two pages with
+   writes links with empty anchor text (their words in a title attribute: D17), so a page's links
+   never change its text: two pages with
    the same title and paragraph are duplicates whatever they link to. An empty paragraph is a
    valid page: title only, no ``content`` field.
 D6 A document kept through a transient failure takes part in duplicate groups with its old
@@ -135,12 +138,22 @@ D16 Sitemaps (``--sitemap``, issue 58's bulk sparing): the site serves ``/sitema
    its new version never read, because the failed request counted as its fetch (seeds 1-3 of 30
    crawls); and a sitemap no request reached (robots.txt refusing every known page of source B)
    was not read, its entries a crawl late (seed 6, crawl 11). Both in tests/e2e/test_sitemaps.py.
+D17 Anchor text (issue 100): a page's links carry their words in a ``title`` attribute (D5: not its
+   text), one of WORDS or none, drawn from a hash of the page, the link and the page's
+   ``wording``, which a generator of its own (``rewords``) changes now and then without touching
+   the page's title or text: the site's other changes stay the seed's. After every finished crawl
+   each document's ``anchor`` field in Solr holds exactly the words the links to it say on the
+   pages of its source that Solr holds (itself left out), each such page as the crawl last
+   fetched it 200 with its HTML (one kept through a failure: its old links); every page is
+   public, so every such page counts. The field is set on a page that changed, and in place on
+   one that did not (a 304, a sitemap's spared page) when a page linking it changed, left or came.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import random
 import shutil
@@ -234,17 +247,37 @@ class Page:
     target: str | None = None  # redirect target (a path)
     noindex: bool = False
     canonical: str | None = None  # the path it names rel=canonical (DECISION D14)
+    wording: int = 0  # which words its links' titles say (DECISION D17): ``rewords`` changes it
 
     @property
     def key(self) -> Key:
         return (norm(self.title), norm(self.text))
 
+    def link_title(self, href: str) -> str:
+        """DECISION D17: the title attribute of its link to ``href``: a word of WORDS (none for
+        about one link in five), drawn from a hash, not from the sequence's random generator."""
+        digest = int(hashlib.sha256(f"{self.path}>{href}#{self.wording}".encode()).hexdigest(), 16)
+        return "" if digest % 5 == 0 else WORDS[digest // 5 % len(WORDS)]
+
+    def anchors(self) -> dict[str, set[str]]:
+        """DECISION D17: what its links say of each page they link (not itself): their titles."""
+        said: dict[str, set[str]] = {}
+        for href in self.links:
+            title = self.link_title(href)
+            if title and href != self.path:
+                said.setdefault(href, set()).add(title)
+        return said
+
     def html(self) -> str:
         head = '<meta name="robots" content="noindex">' if self.noindex else ""
         if self.canonical:
             head += f'<link rel="canonical" href="{self.canonical}">'
-        # DECISION D5: links with empty anchor text, so that they are not part of the page's text
-        anchors = "".join(f'<a href="{href}"></a>' for href in self.links)
+        # DECISION D5: links with empty anchor text, so that they are not part of the page's text;
+        # D17: their words in a title attribute
+        anchors = "".join(
+            f'<a href="{href}" title="{title}"></a>' if (title := self.link_title(href)) else f'<a href="{href}"></a>'
+            for href in self.links
+        )
         return f"<html><head><title>{self.title}</title>{head}</head><body><p>{self.text}</p>{anchors}</body></html>"
 
     def describe(self) -> str:
@@ -721,6 +754,7 @@ class SourceOracle:
         self.statuses: dict[str, str] = {}  # outcome of each URL in the last crawl
         self.fetched_html: dict[str, bytes] = {}  # the HTML each URL answered 200 with, last time (D8)
         self.fetched_canonical: dict[str, str | None] = {}  # the canonical it named then (D14)
+        self.fetched_anchors: dict[str, dict[str, set[str]]] = {}  # what its links said then (D17)
 
     def crawl(self, model: SiteModel) -> Expectation:
         spec = self.spec
@@ -770,6 +804,7 @@ class SourceOracle:
                         html_changed.add(path)
                     self.fetched_html[path] = html
                     self.fetched_canonical[path] = page.canonical
+                    self.fetched_anchors[path] = page.anchors()
                     if page.noindex:
                         statuses[path] = "noindex"
                     else:
@@ -958,6 +993,7 @@ class Sequence:
         self.progress = progress or (lambda line: None)
         self.rng = random.Random(f"{seed}-site")  # the site and its mutations
         self.event_rng = random.Random(f"{seed}-events")  # which crawls are special, kill points
+        self.wording_rng = random.Random(f"{seed}-wording")  # whose links' words change (D17), apart from the site's
         self.model = SiteModel(self.rng)
         self.model.sitemap = sitemap
         self.mutator = Mutator(self.model, self.rng)
@@ -986,7 +1022,9 @@ class Sequence:
     def snapshot(self, spec: SourceSpec) -> tuple[dict[str, Key], list[dict]]:
         self.solr.commit(softCommit=True)
         docs = list(
-            self.solr.search(f'source:"{spec.name}"', fq="-doc_type:passage", rows=100000, fl="id,url,source,title,content")
+            self.solr.search(
+                f'source:"{spec.name}"', fq="-doc_type:passage", rows=100000, fl="id,url,source,title,content,anchor"
+            )
         )
         index: dict[str, Key] = {}
         for doc in docs:
@@ -1057,6 +1095,7 @@ class Sequence:
             mutations = self.mutator.step(self.rng.choice([1, 1, 2, 2, 2, 3, 3, 4]))
             if event == "outage":
                 mutations += self.outage_change(label)
+            mutations += self.rewords()
         if event == "robots503":
             self.model.robots_503 = True
             mutations.append("robots.txt answers 503 (this crawl only)")
@@ -1074,6 +1113,17 @@ class Sequence:
         for mismatch in self.result.mismatches[found:]:  # as they happen: a long run may be cut short
             self.progress(f"MISMATCH {mismatch.text()}")
         self.result.crawls = crawl
+
+    def rewords(self) -> list[str]:
+        """DECISION D17: now and then, the words of one page's links change (their titles), its
+        title and text not: drawn from a generator of its own, so that the site's other changes
+        are those of the seed as before."""
+        pages = [page for path, page in sorted(self.model.pages.items()) if page.links]
+        if not pages or self.wording_rng.random() < 0.4:
+            return []
+        page = self.wording_rng.choice(pages)
+        page.wording += 1
+        return [f"{page.path}: its links' words change ({page.anchors()})"]
 
     def outage_change(self, label: str) -> list[str]:
         """A crawl while Solr is down must have something to push: an indexed page gets new text."""
@@ -1156,6 +1206,7 @@ class Sequence:
             return
 
         self.check_index(spec, expectation, after, docs, check)
+        self.check_anchors(spec, oracle, docs, check)
         if self.embeddings:
             self.check_passages(spec, check)
         every_state = ("queued", "excluded", "fetched", "failed", "pending", "indexed", "removing", "removed")
@@ -1378,6 +1429,31 @@ class Sequence:
                 f" (expected id '{spec.name}!<url>')"
             ),
         )
+
+    def check_anchors(self, spec: SourceSpec, oracle: SourceOracle, docs: list[dict], check: Callable) -> None:
+        """DECISION D17 (issue 100): after a finished crawl, each document's anchor field holds
+        exactly the words the links to it say on the source's pages Solr holds, as each of those
+        pages was last fetched with its HTML (a page kept through a failure: its old links)."""
+        held = {path for doc in docs if (path := self.path(str(doc.get("url") or ""))) is not None}
+        for doc in docs:
+            target = self.path(str(doc.get("url") or ""))
+            if target is None:
+                continue
+            wanted = {title for page in held for title in oracle.fetched_anchors.get(page, {}).get(target, ())}
+            got = set(doc.get("anchor") or [])
+            check(
+                got == wanted,
+                "anchor field",
+                lambda: (
+                    f"{target}: Solr's anchor field {sorted(got)}, the links to it say {sorted(wanted)} ("
+                    + ", ".join(
+                        f"{page}: {sorted(oracle.fetched_anchors[page][target])}"
+                        for page in sorted(held)
+                        if target in oracle.fetched_anchors.get(page, {})
+                    )
+                    + f"); {self.row(spec, target)}"
+                ),
+            )
 
     def report_paths(self, report: dict, kind: str) -> set[str]:
         urls = (report.get("urls") or {}).get(kind) or []

@@ -432,6 +432,10 @@ UNTRIMMED: dict[tuple[str, str], str] = {
         "searchcrawl.index.solr_client",
         "SolrIndex.document_count",
     ): "operators: the admin page's Solr health, the whole index's count",
+    ("searchcrawl.index.solr_client", "SolrIndex.latest"): (
+        "the crawl: a document's version, readers and anchor field, read to set its anchor field in place for those"
+        " readers (index/push.py set_anchors), never shown to a searcher"
+    ),
     ("searchcrawl.index.solr_client", "cursor_pages"): (
         "operators and the crawl: every document of a source, for the id migration (`scrapy solr migrate-ids`) and a"
         " new document table taking the index over"

@@ -104,6 +104,9 @@ class CrawledDocument:
     # access pipeline (the source's [access]); ``access_error``: why it cannot be known (status 927)
     access: Access | None = None
     access_error: str | None = None
+    # its links' words (content/anchors.py), as the spider read them: () for a document without
+    # any (a file, a text, a page asking robots nofollow); None: not read (an agent's document)
+    anchors: tuple[tuple[str, str], ...] | None = None
     # only its access changed (a 304, its content not read again): ``fields`` is a Solr atomic
     # update of the access fields, which the pipelines before the cache pass through as it is
     access_update: bool = False

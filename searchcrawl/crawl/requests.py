@@ -53,6 +53,8 @@ logger = logging.getLogger(__name__)
 ADMITTED_LIMIT = 100_000
 # URLs excluded a process remembers it recorded, then forgets (forgetting costs a repeated, idempotent write)
 RECORDED_LIMIT = 100_000
+# Links a process remembers the canonical target of (``Admission.target``: a page's anchors), then forgets
+TARGETS_LIMIT = 16_384
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
@@ -95,6 +97,7 @@ class Admission:
         self.admitted: dict[str, int] = {}  # URL -> depth: what this process's rules let in
         self.excluded: list[tuple[str, int, int, str]] = []  # to record: (url, status, depth, rule)
         self.recorded = BoundedSet(RECORDED_LIMIT)
+        self.targets: OrderedDict[str, str | None] = OrderedDict()  # link -> its target (``target``)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Admission:
@@ -131,6 +134,30 @@ class Admission:
         if not step.allowed or step.decision is SKIPPED:
             return None
         return Entry(step.url, depth)
+
+    def target(self, url: str) -> str | None:
+        """The URL the document table knows a link to ``url`` by: canonical, as the URL rewriter
+        makes it (what ``link`` would queue), judged by no other rule and recording nothing; None
+        when it is no URL or the rewriter drops it. What a page's anchors name (content/anchors.py):
+        a link outside the boundary names a URL with no document, whose anchors count for nothing.
+        The site's menus name the same links on every page: remembered, bounded."""
+        targets = self.targets
+        try:
+            targets.move_to_end(url)
+            return targets[url]
+        except KeyError:
+            pass
+        try:
+            found: str | None = canonical(url)
+        except ValueError:
+            found = None
+        if found is not None and self.rewrites:
+            step = self.chain.rewrite_step(found, link=True)
+            found = step.url if step.allowed else None
+        targets[url] = found
+        if len(targets) > TARGETS_LIMIT:
+            targets.popitem(last=False)
+        return found
 
     def seed(self, url: str) -> tuple[Entry | None, RuleStep]:
         """A seed (canonical, at depth 0, never rewritten): its entry, or None, and the rules' step."""

@@ -26,6 +26,7 @@ from searchcrawl.store.models import FrontierState
 # entries the agent's listing passed over, as no document can be made of them (a database row
 # without a key, a second row of a key): the run's counters and report say how many
 SKIPPED_STAT = "searchcrawl/skipped"
+ANCHORS_STAT = "searchcrawl/anchors_set"  # documents whose anchor field a push set in place (index/push.py set_anchors)
 _YES = ("1", "true", "yes", "force")
 
 # The close reason of a crawl that handed SEARCHCRAWL_MAX_REQUESTS requests over (frontier_scheduler.py)
@@ -166,6 +167,8 @@ def run_counters(stats: StatsCollector, frontier: Mapping[FrontierState, int] | 
     }
     if stats.get_value(SKIPPED_STAT):
         counters["skipped"] = stats.get_value(SKIPPED_STAT)
+    if stats.get_value(ANCHORS_STAT):  # Solr updates apart from the documents indexed (counted as adds by Solr)
+        counters["anchors"] = stats.get_value(ANCHORS_STAT)
     if failures := failure_counts(stats.get_stats()):
         counters["failures"] = failures
     if frontier is not None:

@@ -24,6 +24,7 @@ from searchcrawl.access.source_rules import DocumentAccess
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent
 from searchcrawl.config.source import Source
+from searchcrawl.content.anchors import Anchor, page_anchors
 from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import body_of, http_date, meta_tags, mimetype_of
@@ -532,7 +533,7 @@ class SourceSpider(Spider):
         if mimetype_of(headers.get("content-type")) == "text/plain":
             if not navigation:
                 fetched = Fetched(headers, text=response.text)
-                yield CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous)
+                yield CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous, anchors=())
             return
         directives = self.robots_directives(response)
         if navigation:
@@ -549,6 +550,8 @@ class SourceSpider(Spider):
                 Fetched(headers, tree=response.selector.root),
                 previous=previous,
                 canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
+                # a page that asks its links not be followed vouches for none of them
+                anchors=() if "nofollow" in directives else self.anchors(response),
             )
         if "nofollow" in directives:
             logger.debug("Links not followed (robots nofollow): %s", response.url)
@@ -583,6 +586,19 @@ class SourceSpider(Spider):
         entry = self.admission.link(url, depth)
         return None if entry is None else self.requests(entry)
 
+    def anchors(self, response: TextResponse) -> tuple[Anchor, ...]:
+        """The page's anchors (content/anchors.py): each link's words and the URL the document
+        table knows its target by, resolved as its links are (``links``, the same cache) and made
+        canonical as the admission makes a link (``Admission.target``)."""
+        served = as_served(response)
+        base, encoding, page_links, admission = get_base_url(served), served.encoding, self.page_links, self.admission
+
+        def target(href: str) -> str | None:
+            url = page_links.link(href, base, response.url, encoding)
+            return None if url is None else admission.target(url)
+
+        return page_anchors(response.selector.root, response.url, target)
+
     def links(self, response: TextResponse) -> Iterator[str]:
         """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
         served = as_served(response)  # a flattened page's base, refresh and encoding are the page's as served
@@ -597,7 +613,9 @@ class SourceSpider(Spider):
         """The item of a fetched document, with what the fetch learned (validators, type, size)
         and who may read it."""
         fetched, previous = Fetched(headers, **content), response.meta.get(PREVIOUS)
-        item = CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous, record=record)
+        item = CrawledDocument(
+            self.source.name, response.url, depth, fetched, previous=previous, record=record, anchors=()
+        )  # a file's links are not read
         return self.with_access(item, response.meta)
 
     def failed(self, failure: Failure) -> None:

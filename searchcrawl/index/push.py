@@ -15,16 +15,24 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
+from searchcrawl.content.anchors import ACCESS_FIELDS, ANCHOR_FIELD, access_fields, anchor_field
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, batches
+from searchcrawl.rules.lifecycle import State
+from searchcrawl.store.anchor_table import IN_SOLR, DueDocument
+from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
 REFUSAL_FLOOR = 10  # refused documents of one batch that may be bad documents, whatever its size
+ANCHOR_CHUNK = 200  # documents whose anchors are read from the table at once, as they are pushed
+LATEST_FIELDS = ",".join(("id", "_version_", ANCHOR_FIELD, *ACCESS_FIELDS))  # what ``set_anchors`` reads of Solr
 
 
 @dataclass
@@ -36,6 +44,7 @@ class PushResult:
     error: str | None = None  # why documents were left pending
     request_refused: bool = False  # the error is Solr refusing the requests (4xx), not a node failing
     skipped: bool = False  # not tried: another process sharing the cache was pushing it
+    anchors: int = 0  # documents whose anchor field was set in place (``set_anchors``)
 
 
 def _with_id(data: bytes, document_id: str) -> bytes:
@@ -99,9 +108,14 @@ def push_pending(
     for url in checksums.keys() - scan.select(checksums):
         logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
     push = BatchPush(source, ledger, index, scan, checksums, result)
-    push.send(batches(_documents(scan, source), max_docs, max_bytes), max(1, requests_at_once), should_stop)
+    push.send(batches(_documents(scan, source, table), max_docs, max_bytes), max(1, requests_at_once), should_stop)
     if not preserve_cache:  # the spools whose documents Solr has (or refused) go
         cache.release(scan)
+    if not push.node_failed:
+        try:
+            result.anchors = set_anchors(ledger, index, max_docs, should_stop)
+        except IndexingError as exc:  # they stay due: the next push sets them
+            logger.warning("Could not set the anchor field of documents of %s in Solr: %s", source, exc)
     return result
 
 
@@ -124,11 +138,95 @@ def remove_from_index(ledger: Ledger, index: SolrIndex, max_docs: int, result: P
     return True
 
 
-def _documents(scan: CacheScan, source: str) -> Iterator[tuple[tuple[str, bytes], int]]:
-    """The scan's documents as ((url, JSON with the source's id), size), what ``batches`` groups."""
-    for url, data in scan.documents():
-        data = _with_id(data, solr_id(source, url))
+def _documents(scan: CacheScan, source: str, table: DocumentTable) -> Iterator[tuple[tuple[str, bytes], int]]:
+    """The scan's documents as ((url, JSON with the source's id and anchor field), size), what
+    ``batches`` groups; their anchors read ``ANCHOR_CHUNK`` documents at a time."""
+    chunk: list[tuple[str, bytes]] = []
+    for document in scan.documents():
+        chunk.append(document)
+        if len(chunk) >= ANCHOR_CHUNK:
+            yield from _anchored(chunk, source, table)
+            chunk = []
+    yield from _anchored(chunk, source, table)
+
+
+def _anchored(chunk: list[tuple[str, bytes]], source: str, table: DocumentTable) -> Iterator[tuple[tuple[str, bytes], int]]:
+    found = table.anchor_candidates(source, [url for url, _data in chunk]) if chunk else {}
+    for url, data in chunk:
+        data = with_anchors(_with_id(data, solr_id(source, url)), found.get(url, ()))
         yield (url, data), len(data)
+
+
+def with_anchors(data: bytes, candidates: Iterable[tuple[str, str, str | None]]) -> bytes:
+    """A cached document's JSON with its anchor field (content/anchors.py ``anchor_field``: the
+    anchors that count for the readers it is pushed with, read from it). A whole document without
+    anchors is sent as it is; an atomic update of its access (a 304 whose readers changed:
+    crawl/pipelines/checksum.py ``access_update``) always sets the field, for its new readers: the
+    words that counted for the old ones must not stay on it."""
+    candidates = list(candidates)
+    # a quotation mark inside a JSON string is escaped: "set" is a key or a value, never text
+    parsed: dict[str, Any] | None = json.loads(data) if b'"set"' in data else None
+    atomic = _atomic(parsed)
+    if not candidates and not atomic:
+        return data
+
+    def whole() -> dict[str, Any]:
+        nonlocal parsed
+        if parsed is None:
+            parsed = json.loads(data)
+        return parsed
+
+    field = anchor_field(candidates, lambda: access_fields(whole()))
+    if atomic:
+        return _json({**whole(), ANCHOR_FIELD: {"set": field or None}})
+    if not field:
+        return data
+    if f'"{ANCHOR_FIELD}":'.encode() in data:  # one of its own (a mapped attribute): replaced
+        return _json({**whole(), ANCHOR_FIELD: field})
+    return data[:-1] + b',"' + ANCHOR_FIELD.encode() + b'":' + _json(field) + b"}"
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _atomic(document: object) -> bool:
+    """Whether a cached document is an atomic update (a value of it ``{"set": ...}``)."""
+    return isinstance(document, dict) and any(isinstance(value, dict) and "set" in value for value in document.values())
+
+
+def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Callable[[], bool] = lambda: False) -> int:
+    """Set in place the anchor field of the source's indexed documents whose anchors changed
+    since it was set (``DocumentTable.anchors_due``: a linking page changed, left, or changed its
+    readers), without fetching them again; returns how many were set. Each is computed for the
+    readers Solr holds it with now, read together with its version (real-time get), and set on the
+    condition of that version: a document pushed again meanwhile, perhaps with other readers, is
+    not given words counted for its old ones (Solr refuses, 409: it stays due, for the next push).
+    A field already as computed is left alone. The marks read, before its anchors were, go: a
+    change meanwhile adds a mark, which keeps it due. A pending one waits for its push (which
+    computes its field) and is set after it; one the mass-deletion guard holds in Solr is set as
+    an indexed one is; one out of the index, or not in Solr, is unmarked."""
+    source, table = ledger.source, ledger.table
+    after = updated = 0
+    while not should_stop():
+        due = table.anchors_due(source, after, max_docs)
+        if not due:
+            break
+        after = max(mark for row in due for mark in row.marks)
+        updates, done = _anchor_updates(source, table, index, due)
+        try:
+            if updates:
+                index.update_versions(updates)
+        except IndexingError as exc:
+            if exc.status != 409:
+                raise
+            logger.debug("A document of %s changed while its anchor field was set: left due (%s)", source, exc.reason)
+            continue
+        updated += len(updates)
+        ledger.mark_anchors_set(done)
+    if updated:
+        logger.debug("Set the anchor field of %d documents of %s", updated, source)
+    return updated
 
 
 Batch = list[tuple[str, bytes]]  # (url, the document's JSON) of one update request
@@ -255,6 +353,28 @@ class BatchPush:
         return True
 
 
+def _anchor_updates(
+    source: str, table: DocumentTable, index: SolrIndex, due: list[DueDocument]
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """One batch of ``set_anchors``: the conditional atomic updates of the documents whose field
+    is not what counts now for the readers Solr holds them with, and the marks done with (those of
+    every document but the pending ones, which wait for their push)."""
+    done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
+    held = [(row, row.url) for row in due if row.url is not None and row.state in IN_SOLR and row.state != State.PENDING]
+    stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
+    found = table.anchor_candidates(source, [url for _row, url in held])
+    updates = []
+    for row, url in held:
+        done.extend(row.marks)
+        document = stored.get(solr_id(source, url))
+        if document is None:
+            continue  # not in Solr: the push that puts it there computes its field
+        field = anchor_field(found.get(url, ()), partial(access_fields, document))  # its readers as Solr holds it
+        if field != list(document.get(ANCHOR_FIELD) or []):
+            updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": field or None}})
+    return updates, done
+
+
 def _failed_for_the_request(sent: Future[None]) -> bool:
     """Whether an answered request failed for another reason than a document in it (a node
     failed, Solr refused the request): then nothing more is sent (waits for the answer)."""
@@ -343,6 +463,7 @@ def push_with_retries(
         total.indexed += result.indexed
         total.removed += result.removed
         total.refused += result.refused
+        total.anchors += result.anchors
         total.pending, total.error, total.request_refused = result.pending, result.error, result.request_refused
         if result.error is None:
             return total

@@ -302,6 +302,29 @@ class SolrIndex:
         path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
         self._call(f"did not update {len(updates)} documents", lambda client: self._request(client, "post", path, body))
 
+    def update_versions(self, updates: list[dict[str, Any]]) -> None:
+        """Apply atomic updates each on the condition of its ``_version_``, failing (IndexingError,
+        status 409) at the first whose document changed since that version was read: those before
+        it are applied, and the caller sets them again once it has read them anew."""
+        body = json.dumps(updates, ensure_ascii=False).encode("utf-8")
+        path = f"update?commitWithin={int(self.commit_within_ms)}&wt=json"
+        self._call(f"did not update {len(updates)} documents", lambda client: self._request(client, "post", path, body))
+
+    def latest(self, ids: list[str], fields: str) -> dict[str, dict[str, Any]]:
+        """The documents of ``ids`` Solr holds now (its real-time get: what was added a moment ago
+        too, committed or not), with ``fields`` (``_version_`` among them for a conditional update),
+        by id. Untrimmed: the crawl's own upkeep of a field (index/push.py ``set_anchors``), never a
+        searcher's read."""
+        if not ids:
+            return {}
+        body = json.dumps({"params": {"id": ids, "fl": fields}}, ensure_ascii=False).encode("utf-8")
+        answer = self._call(
+            f"did not give {len(ids)} documents", lambda client: self._request(client, "post", "get?wt=json", body)
+        )
+        data = json.loads(answer)
+        documents = data["response"]["docs"] if "response" in data else [data["doc"]] if data.get("doc") else []
+        return {str(document["id"]): document for document in documents}
+
     def delete_query(self, query: str) -> None:
         """Delete the documents matching ``query`` (operators' and the passages' upkeep)."""
         body = json.dumps({"delete": {"query": query}}).encode("utf-8")

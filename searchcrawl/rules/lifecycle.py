@@ -247,6 +247,10 @@ class Outcome:
     # read before another node cached other content would otherwise give it this content's ETag)
     validators: Mapping[str, Any] = field(default_factory=dict)
     compared_checksum: str | None = None
+    # the page's links' words as (target URL, text) pairs, when it was parsed (content/anchors.py):
+    # they replace its anchors whole; None: its anchors stay as they were (not parsed: a 304, a
+    # failure), or go if it leaves the index (store/ledger.py ``_keep_anchors``)
+    anchors: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from sqlalchemy import Result, bindparam, func, or_, select
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import State
-from searchcrawl.store import duplicates
+from searchcrawl.store import anchor_table, duplicates
 from searchcrawl.store.columns import IN_INDEX, LEFT_INDEX, WHOLE, WITH_ENTRY, one_of
 from searchcrawl.store.database import Database, url_hash
 from searchcrawl.store.models import documents, frontier, redirects
@@ -196,6 +196,23 @@ class DocumentTable:
                 select(documents.c.url).where(documents.c.source == source, documents.c.state == State.REMOVING.value)
             )
             return [url for (url,) in rows]
+
+    def anchors_due(self, source: str, after: int = 0, limit: int = 500) -> list[anchor_table.DueDocument]:
+        """The source's documents whose anchor field is due (store/anchor_table.py), from their marks
+        after mark ``after`` (``limit`` marks at most): url, url_hash, state and the ``marks`` read,
+        which the push deletes once it set the field."""
+        return anchor_table.due_documents(self.database, source, after, limit)
+
+    def anchor_candidates(self, source: str, urls: Sequence[str]) -> dict[str, list[tuple[str, str, str | None]]]:
+        """For each of ``urls``, the anchors of the source's pages in the index that link to it:
+        (the page's key, the text, the page's access column); which count is content/anchors.py's."""
+        hashes = {url_hash(url): url for url in urls}
+        found: dict[str, list[tuple[str, str, str | None]]] = {}
+        keys = list(hashes)
+        for start in range(0, len(keys), 500):
+            for target, rows in anchor_table.candidates(self.database, source, keys[start : start + 500]).items():
+                found[hashes[target]] = rows
+        return found
 
     def holders(self, urls: Sequence[str]) -> dict[str, set[str]]:
         """For each URL, the sources whose rows hold it in the index (pending or indexed)."""

@@ -46,8 +46,8 @@ from searchcrawl.rules.lifecycle import (
 )
 from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
-from searchcrawl.store import duplicates, plans, records, redirects
-from searchcrawl.store.database import as_utc, now
+from searchcrawl.store import anchor_table, duplicates, plans, records, redirects
+from searchcrawl.store.database import as_utc, now, url_hash
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.frontier import Known, place
 from searchcrawl.store.models import FrontierState
@@ -365,7 +365,37 @@ class Ledger:
         if not table.test_mode and table.promotes_duplicates:
             before = current.checksum if current is not None else None
             self._make_way(connection, url, change, before, outcome.columns.get("checksum") or before)
+        if not table.test_mode:
+            self._keep_anchors(connection, url, outcome, change, current)
         return True
+
+    def _keep_anchors(self, connection: Connection, url: str, outcome: Outcome, change: Change, current: Any) -> None:
+        """After ``change`` is written: the page's anchors (content/anchors.py) as its outcome
+        left them, in the same transaction, so that they and the page's access are always of one
+        version. Given (the page was parsed), they replace its anchors; a page out of the index
+        has none. The targets whose anchors that count may have changed are marked due
+        (store/anchor_table.py), for the push to set their field: those of an anchor added or gone, and
+        every target of the page when it enters or leaves the index or its readers change."""
+        before = current is not None and current.state in IN_INDEX
+        after = change.state in IN_INDEX
+        given = outcome.anchors
+        readers = "access" in outcome.columns
+        if given is None and before == after and not readers:
+            return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
+        database, page = self.table.database, url_hash(url)
+        # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
+        old = anchor_table.read_page(database, connection, self.source, page) if before else set()
+        new = {(url_hash(target), text) for target, text in given} if given is not None and after else set()
+        if given is None and after:
+            new = old
+        if new != old:
+            anchor_table.replace_page(database, connection, self.source, page, new, had=bool(old))
+        if not (before or after):
+            return
+        everything = before != after or (readers and outcome.columns["access"] != current.access)
+        anchor_table.mark_due(
+            database, connection, self.source, {target for target, _text in (old | new if everything else old ^ new)}
+        )
 
     def _make_way(self, connection: Connection, url: str, change: Change, before: str | None, checksum: str | None) -> None:
         """After ``change`` is written (the URL's content ``before`` it, and ``checksum`` now): a
@@ -568,6 +598,12 @@ class Ledger:
             if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
                 continue
             self.record(url, Outcome(Event.REFUSED, int(Status.SOLR_REFUSED), f"refused by Solr: {reason}"))
+
+    def mark_anchors_set(self, marks: Sequence[int]) -> None:
+        """The push set the anchor field of the documents of these marks (``DocumentTable.anchors_due``)
+        as their anchors stood after the marks were read: the marks go; one added since stays,
+        for the next push (store/anchor_table.py)."""
+        self.table.database.transaction(lambda connection: anchor_table.clear_due(self.table.database, connection, marks))
 
     def mark_removed(self, urls: Sequence[str]) -> None:
         """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""

@@ -124,6 +124,36 @@ documents = Table(
     Index("ix_documents_source_id", "source", "id"),  # a source's rows by id: the maintenance plan's batches
 )
 
+# The words of the links of each page of a source in the index (content/anchors.py): a row per
+# (page, target, text), keyed by the URLs' hashes (the documents' ``url_hash``; the target may have
+# no row yet). Replaced whole when the page is parsed, gone when it leaves the index: written by the
+# Ledger (store/anchor_table.py) alone, with the page's outcome.
+anchors = Table(
+    "anchors",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(200), nullable=False),
+    Column("page_hash", String(64), nullable=False),  # the linking page's url_hash
+    Column("target_hash", String(64), nullable=False),  # the linked page's url_hash
+    Column("text", Text, nullable=False),
+    Index("ix_anchors_page", "source", "page_hash"),
+    Index("ix_anchors_target", "source", "target_hash"),
+)
+
+# The documents whose anchor field is due to be set in Solr: a row each time the anchors that
+# count for one may have changed, appended with the linking page's outcome (never updated: two
+# nodes' outcomes never wait on each other's marks), deleted by the push once the field is set,
+# up to the mark it read. Written by the Ledger (store/anchor_table.py) alone.
+anchor_marks = Table(
+    "anchor_marks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(200), nullable=False),
+    Column("target_hash", String(64), nullable=False),  # the document's url_hash
+    Index("ix_anchor_marks_source_id", "source", "id"),
+    Index("ix_anchor_marks_target", "source", "target_hash"),
+)
+
 # The frontier: one row per URL of a source queued in a run (the run that last queued it), keyed by
 # its document's id: every queued URL has a document row, and the id (discovery order) is the
 # lease order's tie-break, as before the split. Where the URL is in that run (queued, leased,

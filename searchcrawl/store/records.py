@@ -51,6 +51,7 @@ def row_state(database: Database) -> Any:
                 documents.c.entered_run,
                 documents.c.checksum,
                 documents.c.last_changed,
+                documents.c.access,  # its readers before the outcome: what its anchors counted for (ledger.py)
             )
             .select_from(WHOLE)
             .where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash"))

@@ -39,6 +39,7 @@ COUNTER_LABELS: dict[str, str] = {
     "removed": N_("removed"),
     "excluded": N_("excluded"),
     "skipped": N_("skipped"),
+    "anchors": N_("anchor fields set"),
     "failures": N_("failures"),
     FrontierState.QUEUED: N_("queued"),
     FrontierState.LEASED: N_("leased"),

@@ -68,10 +68,12 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
 from tests.benchmarks.measure import (
+    apart_from_anchors,
     as_installed,
     compile_searchcrawl,
     forget_source,
     jvm_cpu,
+    last_run_counters,
     process_tree_cpu,
     python_path,
     run_measured,
@@ -214,6 +216,14 @@ class Bench:
         )
 
     def crawl(self, label: str) -> dict[str, Any]:
+        return apart_from_anchors(self.crawled(label), self.anchors(self.env))
+
+    def anchors(self, env: dict[str, str]) -> int:
+        """The anchor fields the last crawl (one process) set in place: its run's counter."""
+        return int(last_run_counters(env, self.source).get("anchors", 0))
+
+    def crawled(self, label: str) -> dict[str, Any]:
+        """A crawl phase as measured, its ``solr_updates`` Solr's, anchor fields set in place among them."""
         if label == "b":  # a first crawl: Solr holds nothing of the source either
             forget_source(self.solr_url, self.source)
         return self.measure(label, self.crawl_command, ROOT, self.env)
@@ -224,6 +234,8 @@ class Bench:
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "processes-data"))
         forget_source(self.solr_url, self.source)
         result = self.measure("n", [*self.crawl_command, "-s", f"SEARCHCRAWL_PROCESSES={count}"], ROOT, env)
+        # Solr's count as it is, anchor fields set in place among them: a run's counters are its
+        # ending process's (store/runs.py Runs.end), which did not set the other one's
         result["processes"] = count
         return result
 
@@ -237,6 +249,7 @@ class Bench:
         forget_source(self.solr_url, self.source)
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
         result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
+        result = apart_from_anchors(result, self.anchors(env))
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
         result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = result["cores_busy"] = None
         result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
@@ -395,7 +408,8 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
         found["n/b"] = round(results["n"]["pages_per_s"] / results["b"]["pages_per_s"], 3)
     if "b" in results and "c" in results:
         found["c/b"] = round(results["c"]["seconds"] / results["b"]["seconds"], 3)
-        found["c_solr_updates"] = results["c"]["solr_updates"]
+        # an unchanged site: no document pushed, and no anchor field set in place either
+        found["c_solr_updates"] = results["c"]["solr_updates"] + results["c"].get("anchor_updates", 0)
     if "e" in results:
         found["push_docs_per_s"] = results["e"]["docs_per_s"]
     verdicts = {}

@@ -1,19 +1,23 @@
-"""How the benchmarks measure: a process's wall time, CPU and peak RSS, and Solr's update count."""
+"""How the benchmarks measure: a process's wall time, CPU and peak RSS, and Solr's update count
+(the documents a crawl pushed or removed apart from the anchor fields it set in place: ``apart_from_anchors``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from searchcrawl.crawl.run import ANCHORS_STAT
 
 
 def write_results(out: Path, report: dict[str, Any], markdown: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
@@ -132,6 +136,39 @@ def solr_updates(core_url: str) -> int:
     return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(
         stats["UPDATE.updateHandler.cumulativeDeletesById.count"]
     )
+
+
+def last_run_counters(env: Mapping[str, str], source: str) -> dict[str, Any]:
+    """The counters of ``source``'s last run (store/runs.py), read from the document table a crawl
+    with ``env`` used: SEARCHCRAWL_DB_URL's, else the SQLite file of its SEARCHCRAWL_DATA_DIR."""
+    from searchcrawl.store import Database
+    from searchcrawl.store.runs import Runs, counters_of
+
+    url = env.get("SEARCHCRAWL_DB_URL") or f"sqlite:///{Path(env['SEARCHCRAWL_DATA_DIR']) / 'documents.sqlite3'}"
+    database = Database(url, migrate=False, writer_lock=False)
+    try:
+        last = Runs(database).recent(source, limit=1)
+    finally:
+        database.close()
+    return counters_of(last[0]) if last else {}
+
+
+def anchors_logged(log: Path) -> int:
+    """The anchor fields set in place by every crawl process whose INFO log is ``log`` (each one's
+    stats dump at its end: a crawl of ``processes = N`` writes N), where a run's counters are
+    its ending process's alone (store/runs.py ``Runs.end``)."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return sum(int(count) for count in re.findall(rf"'{re.escape(ANCHORS_STAT)}': (\d+)", text))
+
+
+def apart_from_anchors(phase: dict[str, Any], anchors: int) -> dict[str, Any]:
+    """A crawl phase's ``solr_updates`` (Solr's adds and deletes by id meanwhile) less the
+    ``anchors`` fields its run set in place (index/push.py ``set_anchors``), which Solr counts as
+    adds too, as ``anchor_updates``: how many there are depends on the order the pages were
+    pushed in (a page pushed before a page linking to it is set again once that one is), the
+    documents pushed do not. The crawl's own count (``last_run_counters``' ``anchors``, or
+    ``anchors_logged``), not an estimate."""
+    return {**phase, "solr_updates": phase["solr_updates"] - anchors, "anchor_updates": anchors}
 
 
 def forget_source(core_url: str, source: str) -> None:

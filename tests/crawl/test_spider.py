@@ -144,6 +144,29 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
     assert (row["state"], row["status"], row["depth"]) == ("excluded", Status.EXCLUDED_REWRITER, 2)
 
 
+def test_a_pages_anchors_name_their_targets_as_the_admission_queues_them(crawler_of) -> None:
+    """Issue 100: each link's words (content/anchors.py), its target canonical and through the URL
+    rewriter, as the document table knows it; a link the rewriter drops, or to an ignored file
+    type, names nothing. A page that asks robots nofollow, a plain text and a file give none."""
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    (document,), _requests = split(list(spider.parse(html("http://h.test/"))))
+    assert document.anchors == (
+        ("http://h.test/a.html", "A"),
+        ("http://h.test/b.html", "B"),
+        ("http://h.test/a.html", "A again"),
+        ("http://h.test/q?x=1", "session"),
+        ("http://h.test/report.pdf", "report"),
+        ("http://other.test/", "elsewhere"),
+    )
+    (nofollow,), _requests = split(list(spider.parse(html("http://h.test/f.html", **{"X-Robots-Tag": "nofollow"}))))
+    assert nofollow.anchors == ()
+    text = TextResponse("http://h.test/t.txt", body=b"see http://h.test/a.html", headers={"Content-Type": "text/plain"})
+    text.request = request("http://h.test/t.txt")
+    (plain,), _requests = split(list(spider.parse(text)))
+    assert plain.anchors == ()
+
+
 def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone(crawler_of) -> None:
     """The rewriter's step is ``RuleChain.rewrite_step``, which `scrapy explain` shows: a link it
     raises on is 909, one it makes invalid 902, and the page's other links go on (the exception

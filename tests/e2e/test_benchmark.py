@@ -34,7 +34,7 @@ def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
         assert run[phase]["requests"] >= documents  # every page fetched (and robots.txt)
         assert run[phase]["pages_per_s"] > 0 and run[phase]["peak_rss_mb"] > 0
     assert run["b"]["solr_updates"] == documents  # each document indexed once
-    assert run["c"]["solr_updates"] == 0  # the unchanged site: nothing re-indexed
+    assert run["c"]["solr_updates"] == run["c"]["anchor_updates"] == 0  # the unchanged site: nothing re-indexed
     assert run["d"]["solr_updates"] == run["changed_pages"] == 3  # 5% of 60 pages
     assert run["e"]["documents"] == 60 and run["e"]["docs_per_s"] > 0
     passes = run["e"]["passes"]  # warm-up passes first, then the measured ones (their median counts)
@@ -76,10 +76,14 @@ def test_benchmark_smoke_run_on_the_real_sphinx_site(tmp_path, solr_url) -> None
     # saw 670 requests against the crawler's 653)
     assert run["b"]["urls"] > 600 and run["a"]["urls"] == run["b"]["urls"]
     assert run["b"]["statuses"] == run["p"]["statuses"]
-    # the pages and downloads; the _sources copies of the pages are kept out (navigation_pages, 917)
+    # the pages and downloads; the _sources copies of the pages are kept out (navigation_pages, 917).
+    # Counted apart from the anchor fields set in place, as many as pages were pushed before a page
+    # linking to them (CI saw 254 and 267 Solr adds in all for the same crawl): the order's
     assert run["b"]["solr_updates"] == run["p"]["solr_updates"] > 200
-    # the indexed pages answer 304; the _sources copies, kept out, are fetched whole (their links: none)
-    assert run["c"]["solr_updates"] == 0 and run["c"]["statuses"]["304"] > 200
+    assert run["b"]["anchor_updates"] >= 0 and run["p"]["anchor_updates"] >= 0
+    # the indexed pages answer 304; the _sources copies, kept out, are fetched whole (their links: none);
+    # no anchor changed: no field is set in place either
+    assert run["c"]["solr_updates"] == run["c"]["anchor_updates"] == 0 and run["c"]["statuses"]["304"] > 200
     assert 0 < run["d"]["solr_updates"] <= run["changed_pages"] == 13  # 5% of 255 (a changed orphan is not fetched)
     stages = run["p"]["stages"]["cpu_ms_per_page"]
     assert stages["total"] == run["b"]["cpu_s_per_1000_pages"]

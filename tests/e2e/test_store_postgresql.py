@@ -17,6 +17,12 @@ from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import RunState, documents
 from searchcrawl.store.runs import Runs
 from tests.benchmarks.plan import fill
+from tests.store.test_anchor_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
+    test_a_change_of_a_pages_readers_marks_every_target_due,
+    test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due,
+    test_a_target_is_unmarked_only_of_the_marks_read_before_its_field_was_set,
+    test_only_pages_in_the_index_give_anchors,
+)
 from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
     exercise,
     test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked,

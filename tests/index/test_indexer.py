@@ -6,10 +6,13 @@ import json
 
 import pysolr
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.content.extract import solr_id
+from searchcrawl.crawl.pipelines.cache_writer import access_column
+from searchcrawl.crawl.pipelines.checksum import access_update
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries
-from searchcrawl.index.solr_client import batches, describe
+from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries, set_anchors
+from searchcrawl.index.solr_client import IndexingError, batches, describe
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
@@ -28,10 +31,15 @@ def test_batches_bounded_by_count_and_bytes() -> None:
 
 
 def test_retries_back_off_and_stop_when_done() -> None:
-    outcomes = [PushResult(pending=3, error="down"), PushResult(pending=3, error="down"), PushResult(indexed=3, refused=1)]
+    outcomes = [
+        PushResult(pending=3, error="down"),
+        PushResult(pending=3, error="down"),
+        PushResult(indexed=3, refused=1, anchors=2),
+    ]
     pauses: list[float] = []
     result = push_with_retries(lambda: outcomes.pop(0), times=5, backoff=0.5, sleep=pauses.append)
-    assert (result.indexed, result.refused, result.error, pauses) == (3, 1, None, [0.5, 1.0])
+    # the anchor fields set in place too: the run's end counts them apart from the documents indexed
+    assert (result.indexed, result.refused, result.anchors, result.error, pauses) == (3, 1, 2, None, [0.5, 1.0])
 
 
 class AnsweringIndex:
@@ -139,3 +147,141 @@ def test_solr_messages_are_made_readable() -> None:
         f"'title'='{'very long title ' * 20}' msg=too long]"
     )
     assert "very long title " * 4 not in describe(value)
+
+
+# --- anchor text (issue 100): the field a push sets, and sets in place --------------------------
+
+PUBLIC_ACCESS = Access.public("test")
+HR_ACCESS = Access.of([Grant("group:hr", "test")])
+
+
+class AnchoredIndex(AnsweringIndex):
+    """Solr's side of a push that also holds documents (``stored``: by id, with a ``_version_``),
+    reads them back (``latest``) and takes conditional updates, refusing one whose version moved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[dict] = []
+        self.stored: dict[str, dict] = {}
+        self.updates: list[dict] = []
+        self.conflict = False
+
+    def add_json(self, documents: list[bytes]) -> None:
+        super().add_json(documents)
+        self.documents += [json.loads(document) for document in documents]
+
+    def latest(self, ids: list[str], fields: str) -> dict[str, dict]:
+        return {id: self.stored[id] for id in ids if id in self.stored}
+
+    def update_versions(self, updates: list[dict]) -> None:
+        if self.conflict:
+            raise IndexingError("version conflict", refused=True, status=409, reason="version conflict")
+        self.updates += updates
+
+
+def cache_with_access(cache: DocumentCache, ledger: Ledger, url: str, access: Access, anchors=None, **fields) -> None:
+    """A page cached as the pipelines cache it: its Solr fields with its access's, its row pending
+    with its access and its anchors."""
+    checksum = f"c-{url}"
+    cache.put({"id": solr_id(ledger.source, url), "url": url, "checksum": checksum, **access.fields(), **fields})
+    columns = {"checksum": checksum, "access": access_column(access)}
+    ledger.record(url, Outcome(Event.CACHED, 200, columns=columns, anchors=anchors))
+
+
+def anchored_push(tmp_path) -> tuple[Ledger, DocumentCache, AnchoredIndex, SolrPusher]:
+    ledger = Ledger(DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}")), "s")
+    cache = DocumentCache(tmp_path / "cache")
+    index = AnchoredIndex()
+    return ledger, cache, index, SolrPusher(ledger, cache, index, max_docs=50, max_bytes=10**6, ids_migrated=True)  # type: ignore[arg-type]
+
+
+def test_a_pushed_document_carries_the_anchors_that_count_for_its_readers(tmp_path) -> None:
+    """Hostile: an hr page links a public page with secret words; they are never on it, and they
+    are on an hr page it links."""
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    public, hr = "http://s.test/public.html", "http://s.test/hr/pay.html"
+    cache_with_access(cache, ledger, public, PUBLIC_ACCESS, title="Public")
+    cache_with_access(cache, ledger, hr, HR_ACCESS, title="Pay")
+    cache_with_access(cache, ledger, "http://s.test/p.html", PUBLIC_ACCESS, ((public, "travel"), (hr, "handbook")))
+    cache_with_access(cache, ledger, "http://s.test/hr/x.html", HR_ACCESS, ((public, "layoffs in March"), (hr, "salary")))
+    result = pusher.push_once()
+    assert result.indexed == 4 and result.anchors == 0
+    pushed = {document["url"]: document for document in index.documents}
+    assert pushed[public]["anchor"] == ["travel"] and pushed[public]["title"] == "Public"
+    assert pushed[hr]["anchor"] == ["handbook", "salary"]
+    assert "anchor" not in pushed["http://s.test/p.html"]
+    assert "layoffs" not in json.dumps(pushed[public])
+
+
+def test_an_access_update_always_sets_the_anchor_field_for_the_new_readers(tmp_path) -> None:
+    """A page whose readers alone changed (a 304: crawl/pipelines/checksum.py access_update) had
+    its field counted for its old readers: the update sets it anew, to nothing if nothing counts."""
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    target, other = "http://s.test/hr/a.html", "http://s.test/hr/b.html"
+    cache_with_access(cache, ledger, "http://s.test/hr/x.html", HR_ACCESS, ((target, "salary"),))
+    for url in (target, other):
+        update = access_update("s", url, f"c-{url}+new", PUBLIC_ACCESS)
+        assert update["anchor"] == {"set": None}  # the default: nothing until the push computes it
+        cache.put(update)
+        columns = {"checksum": f"c-{url}+new", "access": access_column(PUBLIC_ACCESS)}
+        ledger.record(url, Outcome(Event.CACHED, 200, columns=columns))
+    assert pusher.push_once().indexed == 3
+    pushed = {document["url"]: document for document in index.documents}
+    assert pushed[target]["anchor"] == {"set": None}  # the hr page's words no longer count: it is public now
+    assert pushed[other]["anchor"] == {"set": None} and pushed[other]["_version_"] == 1
+
+
+def test_the_push_sets_in_place_the_field_of_documents_whose_anchors_changed(tmp_path) -> None:
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    target, page = "http://s.test/q.html", "http://s.test/p.html"
+    for url in (target, "http://s.test/same.html", "http://s.test/gone.html"):
+        cache_with_access(cache, ledger, url, PUBLIC_ACCESS)
+    cache_with_access(cache, ledger, page, PUBLIC_ACCESS, ((target, "old words"), ("http://s.test/same.html", "same")))
+    pusher.push_once()
+    index.stored = {
+        solr_id("s", target): {"id": solr_id("s", target), "_version_": 7, "anchor": ["old words"], **PUBLIC_ACCESS.fields()},
+        solr_id("s", "http://s.test/same.html"): {
+            "id": solr_id("s", "http://s.test/same.html"),
+            "_version_": 8,
+            "anchor": ["same"],
+        },
+    }
+    new = ((target, "new words"), ("http://s.test/same.html", "same"), ("http://s.test/gone.html", "not in Solr"))
+    ledger.record(page, Outcome(Event.UNCHANGED, 200, anchors=new))  # its links' words changed, not its text
+    assert {row.url for row in ledger.table.anchors_due("s")} == {target, "http://s.test/gone.html"}
+    index.conflict = True  # the target was pushed again meanwhile: it stays due
+    assert pusher.push_once().anchors == 0
+    assert {row.url for row in ledger.table.anchors_due("s")} == {target, "http://s.test/gone.html"}
+    index.conflict = False
+    assert pusher.push_once().anchors == 1
+    assert index.updates == [{"id": solr_id("s", target), "_version_": 7, "anchor": {"set": ["new words"]}}]
+    assert ledger.table.anchors_due("s") == []  # and the one Solr does not hold is unmarked
+
+
+def test_a_pending_document_waits_for_its_push_and_one_out_of_the_index_is_unmarked(tmp_path) -> None:
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    target, page = "http://s.test/q.html", "http://s.test/p.html"
+    cache_with_access(cache, ledger, target, PUBLIC_ACCESS)
+    cache_with_access(cache, ledger, page, PUBLIC_ACCESS, ((target, "words"),))
+    assert {row.url for row in ledger.table.anchors_due("s")} == {target}  # pending: its push computes its field
+    assert set_anchors(ledger, index, 50) == 0  # type: ignore[arg-type]
+    assert {row.url for row in ledger.table.anchors_due("s")} == {target}
+    ledger.record(target, Outcome(Event.GONE, 404, "gone"))
+    assert set_anchors(ledger, index, 50) == 0 and ledger.table.anchors_due("s") == []  # type: ignore[arg-type]
+    assert index.updates == []
+
+
+def test_a_document_held_in_solr_by_the_deletion_guard_has_its_field_set_too(tmp_path) -> None:
+    """A document that must leave but stays searchable (``removing``: the mass-deletion guard held
+    it) keeps a field that follows the pages linking it, as an indexed one does."""
+    ledger, cache, index, pusher = anchored_push(tmp_path)
+    target, page = "http://s.test/q.html", "http://s.test/p.html"
+    cache_with_access(cache, ledger, target, PUBLIC_ACCESS)
+    cache_with_access(cache, ledger, page, PUBLIC_ACCESS, ((target, "old words"),))
+    pusher.push_once()
+    ledger.record(target, Outcome(Event.GONE, 404, "gone"))  # to leave; held there by the guard
+    index.stored = {solr_id("s", target): {"id": solr_id("s", target), "_version_": 3, "anchor": ["old words"]}}
+    ledger.record(page, Outcome(Event.UNCHANGED, 200, anchors=((target, "new words"),)))
+    assert [row.state for row in ledger.table.anchors_due("s")] == ["removing"]
+    assert pusher.push_once().anchors == 1
+    assert index.updates == [{"id": solr_id("s", target), "_version_": 3, "anchor": {"set": ["new words"]}}]

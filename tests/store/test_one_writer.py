@@ -41,6 +41,7 @@ WRITES = {
     "plan_maintenance",
     "record_spared",
     "drop_stale_targets",
+    "mark_anchors_set",
 }
 # DocumentTable's public methods: reads (a new one must be added here, or be a write of the Ledger's)
 READS = {
@@ -58,6 +59,8 @@ READS = {
     "failing",
     "count_in_index",
     "knows",
+    "anchors_due",
+    "anchor_candidates",
 }
 LEDGER_WRITES = WRITES | {"mark_refused"}
 # The modules outside the stores that call the ledger's writes, and what they write
@@ -68,7 +71,8 @@ LEDGER_WRITERS = {
     "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
     # Solr's answers, and a shared crawl's copies of one content settled before a push
-    "searchcrawl/index/push.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
+    # and the anchor fields it set in place (issue 100)
+    "searchcrawl/index/push.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending", "mark_anchors_set"},
     "searchcrawl/crawl/middlewares/sitemaps.py": {"record_spared"},  # a maintenance crawl's unchanged pages, in bulk
 }
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
@@ -150,8 +154,13 @@ def sql_writes(tree: ast.AST) -> list[str]:
 # The tables split off the documents (issue 54 point 3, migration 0012) have one owner each: the
 # frontier table is written by store/frontier.py alone (the Ledger finishes a URL's entry and queues
 # it again through frontier.py's ``place`` and ``queue_documents``), the redirects table by
-# store/redirects.py alone.
-SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "redirects.py"}
+# store/redirects.py alone, the anchors and anchor_marks tables (issue 100) by store/anchor_table.py alone.
+SPLIT_OWNERS = {
+    "frontier": STORES / "frontier.py",
+    "redirects": STORES / "redirects.py",
+    "anchors": STORES / "anchor_table.py",
+    "anchor_marks": STORES / "anchor_table.py",
+}
 FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger
 MIGRATIONS = STORES / "migrations"
 # The SQL of the Ledger's writes, each in the store module that holds it: called by the Ledger
@@ -170,6 +179,7 @@ STORE_WRITES = {
     STORES / "duplicates.py": {"release_duplicates", "queue_copy"},
     STORES / "plans.py": {"queue_planned"},
     STORES / "redirects.py": {"write_redirect"},
+    STORES / "anchor_table.py": {"replace_page", "mark_due", "clear_due"},
 }
 LEDGER = STORES / "ledger.py"
 # The modules that may call the frontier's writes made for the ledger, besides frontier.py itself

@@ -50,7 +50,7 @@ from searchcrawl.config.source import Source
 from searchcrawl.config.source_derived import fingerprint
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
-from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
+from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, count_push, make_pusher
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
 from searchcrawl.crawl.signals import run_ended, run_started
@@ -392,9 +392,7 @@ class RunEnd:
     def account(self, result: PushResult) -> None:
         """The final push's counts in the crawl's stats; what stays pending, said once."""
         stats = self.stats
-        stats.inc_value("searchcrawl/indexed", result.indexed)
-        stats.inc_value("searchcrawl/removed", result.removed)
-        stats.inc_value("searchcrawl/solr_refused", result.refused)
+        count_push(stats, result)
         stats.set_value("searchcrawl/pending", result.pending)
         if result.error is None:
             return

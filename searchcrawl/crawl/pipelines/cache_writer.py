@@ -88,6 +88,7 @@ class CachePipeline:
                     "cached_by": self.cache.id,
                     "access": access_column(item.access),
                 },
+                anchors=item.anchors,
             ),
         )
         self.stats.inc_value("searchcrawl/cached")

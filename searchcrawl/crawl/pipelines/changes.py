@@ -108,6 +108,7 @@ class ChangePipeline:
                         Delta.UNCHANGED,
                         validators=validators,
                         compared_checksum=previous.get("checksum"),
+                        anchors=item.anchors,  # its links may have changed without its text
                     ),
                     f"Unchanged ({why}): {item.url}",
                 )

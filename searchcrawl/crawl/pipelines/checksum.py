@@ -14,6 +14,7 @@ import hashlib
 from typing import Any
 
 from searchcrawl.access.tokens import Access
+from searchcrawl.content.anchors import ANCHOR_FIELD
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.items import CrawledDocument, frozen_fields
 from searchcrawl.semantic.passage_index import TEXT_DIGEST, text_digest
@@ -67,5 +68,8 @@ def access_update(source: str, url: str, checksum: str, access: Access) -> dict[
     document.update({name: {"set": values} for name, values in access.fields().items()})
     # its passages' copies of the access are now stale: semantic/passage_index.py sets them anew
     document["passages_model"] = {"set": None}
+    # so is its anchor field, counted for its old readers: the push sets it for the new ones
+    # (index/push.py ``with_anchors``); none until then
+    document[ANCHOR_FIELD] = {"set": None}
     document["_version_"] = 1
     return document

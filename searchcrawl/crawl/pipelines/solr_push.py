@@ -31,11 +31,12 @@ import time
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
+from scrapy.statscollectors import StatsCollector
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
-from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.run import ANCHORS_STAT, Run
 from searchcrawl.crawl.signals import run_started, solr_pushed
 from searchcrawl.crawl.stores import Stores, source_of, stores_of
 from searchcrawl.index.push import PushResult, SolrPusher
@@ -61,6 +62,16 @@ def make_pusher(settings: BaseSettings, source: Source, stores: Stores, ledger: 
         preserve_cache=source.settings.preserve_cache,
         requests_at_once=max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS")),
     )
+
+
+def count_push(stats: StatsCollector, result: PushResult) -> None:
+    """A push's counts in the crawl's stats, the pushes during the crawl's and the run's end's
+    alike: the documents indexed apart from the anchor fields set in place, which Solr counts as
+    adds too (the run's counters keep both: crawl/run.py ``run_counters``)."""
+    stats.inc_value("searchcrawl/indexed", result.indexed)
+    stats.inc_value("searchcrawl/removed", result.removed)
+    stats.inc_value("searchcrawl/solr_refused", result.refused)
+    stats.inc_value(ANCHORS_STAT, result.anchors)
 
 
 class SolrPipeline:
@@ -108,9 +119,7 @@ class SolrPipeline:
             return
         if seconds is not None:
             self.signals.send_catch_log(solr_pushed, seconds=seconds, result=result)
-        self.stats.inc_value("searchcrawl/indexed", result.indexed)
-        self.stats.inc_value("searchcrawl/removed", result.removed)
-        self.stats.inc_value("searchcrawl/solr_refused", result.refused)
+        count_push(self.stats, result)
         if result.error is None:
             self.failures = 0
             return

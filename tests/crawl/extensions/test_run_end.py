@@ -31,8 +31,9 @@ from searchcrawl.crawl.extensions.run_end import (
     wait_for_other_nodes,
 )
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
-from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.run import Run, run_counters
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.index.push import PushResult
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import now
@@ -330,6 +331,18 @@ def test_a_step_that_fails_leaves_the_run_ended_all_the_same(crawler_of, caplog)
     assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]
     assert runs.nodes(run.id, 600) == []
     assert f"The end of run {run.id} of unit failed" in caplog.text and "the cache's disk is gone" in caplog.text
+
+
+def test_the_run_counts_the_anchor_fields_set_in_place_apart_from_the_documents_indexed(crawler_of) -> None:
+    """Solr counts an anchor field set in place as an add, as it does a document pushed: the run's
+    counters keep them apart (tests/benchmarks/crawl.py tells Solr's updates apart with them)."""
+    crawler = crawler_of()
+    assert "anchors" not in run_counters(crawler.stats, None)  # none set: not said
+    end = run_end(crawler)
+    end.account(PushResult(indexed=2))
+    end.account(PushResult(indexed=1, anchors=3))
+    counters = run_counters(crawler.stats, None)
+    assert (counters["indexed"], counters["anchors"]) == (3, 3)
 
 
 def test_a_node_whose_last_push_fails_still_leaves_the_shared_run(crawler_of) -> None:

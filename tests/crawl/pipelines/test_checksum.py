@@ -115,4 +115,13 @@ def test_an_access_update_is_an_atomic_update_solr_applies_only_to_a_document_it
     assert update["access_allow"] == {"set": ["group:hr"]} and update["access_deny"] == {"set": ["user:intern"]}
     assert update["access_allow_3"] == {"set": ["public"]} and update["checksum"] == "c+d" and update["_version_"] == 1
     assert update["passages_model"] == {"set": None}  # its passages to be set anew (semantic/passage_index.py)
-    assert set(update) == {"id", "url", "checksum", "_version_", "passages_model", *access.fields()}  # nothing of its content
+    assert update["anchor"] == {"set": None}  # counted for its old readers: the push sets it for the new ones
+    assert set(update) == {
+        "id",
+        "url",
+        "checksum",
+        "_version_",
+        "passages_model",
+        "anchor",
+        *access.fields(),
+    }  # nothing of its content

@@ -45,15 +45,17 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
     # the converted document and the access become the frozen Solr document (checksum, text digest, access fields)
     ("checksum.ChecksumPipeline", {"access_update", "converted", "access"}, {"fields"}),
     # the Solr document's checksum against what the index holds: unchanged and duplicates leave here
+    # (an unchanged page with the spider's anchors: its links may have changed without its text)
     (
         "changes.ChangePipeline",
-        {"access_update", "fields", "previous", "fetched", "record", "url", "source", "canonical_url", "depth"},
+        {"access_update", "fields", "previous", "fetched", "record", "url", "source", "canonical_url", "depth", "anchors"},
         set(),
     ),
     # after the change check: an unchanged page or a duplicate never needs its language detected;
     # a new Solr document with it
     ("language.LanguagePipeline", {"converted", "fields"}, {"new fields"}),
     # the Solr document cached under the converted document's display URL, its row marked pending
+    # with the spider's anchors (content/anchors.py)
     (
         "cache_writer.CachePipeline",
         {
@@ -68,6 +70,7 @@ STAGES: tuple[tuple[str, set[str], set[str]], ...] = (
             "source",
             "canonical_url",
             "depth",
+            "anchors",
         },
         set(),
     ),

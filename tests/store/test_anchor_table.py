@@ -1,0 +1,121 @@
+"""Anchor text in the document table (store/anchor_table.py, through the Ledger): a page's anchors
+written with its outcome, replaced whole, gone when it leaves the index; the documents whose field
+is due; what counts read as candidates. SQLite here; tests/e2e/test_store_postgresql.py runs the
+tests that take ``backend`` on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.ledger import Ledger
+
+P, Q, R = "http://a.test/p.html", "http://a.test/q.html", "http://a.test/r.html"
+PUBLIC = json.dumps(Access.public("test").to_data())
+HR = json.dumps(Access.of([Grant("group:hr", "test")]).to_data())
+
+
+@pytest.fixture(params=["sqlite"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def ledger_of(backend: str, tmp_path, request: pytest.FixtureRequest) -> Ledger:
+    url = f"sqlite:///{tmp_path / 'a.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    return Ledger(DocumentTable(Database(url)), f"anchors-{uuid.uuid4().hex[:8]}")
+
+
+def cached(checksum: str, anchors: tuple[tuple[str, str], ...] | None = None, access: str = PUBLIC) -> Outcome:
+    return Outcome(Event.CACHED, 200, columns={"checksum": checksum, "access": access}, anchors=anchors)
+
+
+def indexed(ledger: Ledger, url: str, checksum: str, anchors: tuple[tuple[str, str], ...] | None = None) -> None:
+    ledger.record(url, cached(checksum, anchors))
+    ledger.mark_indexed([(url, checksum)])
+
+
+def due(ledger: Ledger) -> set[str]:
+    return {str(row.url) for row in ledger.table.anchors_due(ledger.source)}
+
+
+def set_all(ledger: Ledger) -> None:
+    """What the push does once it set every due document's field."""
+    ledger.mark_anchors_set([mark for row in ledger.table.anchors_due(ledger.source) for mark in row.marks])
+
+
+def texts(ledger: Ledger, url: str) -> dict[str, str | None]:
+    return {text: access for _page, text, access in ledger.table.anchor_candidates(ledger.source, [url]).get(url, [])}
+
+
+def test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due(backend: str, tmp_path, request) -> None:
+    ledger = ledger_of(backend, tmp_path, request)
+    indexed(ledger, Q, "q")
+    indexed(ledger, R, "r")
+    ledger.record(P, cached("p1", ((Q, "travel expenses"), (R, "leave"), ("http://a.test/unknown", "nowhere"))))
+    assert texts(ledger, Q) == {"travel expenses": PUBLIC} and texts(ledger, R) == {"leave": PUBLIC}
+    assert due(ledger) == {Q, R}  # in the index, their field is set in place; a URL without a row is not
+    set_all(ledger)
+    assert due(ledger) == set()
+    ledger.mark_indexed([(P, "p1")])  # Solr's answer changes nothing of its anchors
+    ledger.record(P, Outcome(Event.UNCHANGED, 304, "not modified"))  # not parsed: they stay
+    ledger.record(P, Outcome(Event.UNCHANGED, 200, anchors=((Q, "travel expenses"), (R, "leave"))))  # the same
+    assert due(ledger) == set()
+    ledger.record(P, Outcome(Event.UNCHANGED, 200, anchors=((Q, "expense claims"), (R, "leave"))))  # its link's words
+    assert texts(ledger, Q) == {"expense claims": PUBLIC} and texts(ledger, R) == {"leave": PUBLIC}
+    assert due(ledger) == {Q}  # only the target whose anchors changed
+    set_all(ledger)
+    ledger.record(P, cached("p2", ((R, "leave"),)))  # a new version that lost its link to Q
+    assert texts(ledger, Q) == {} and due(ledger) == {Q}  # the same readers: R's anchors did not change
+    set_all(ledger)
+    ledger.record(P, Outcome(Event.GONE, 404, "gone"))  # it leaves the index: its anchors go
+    assert texts(ledger, R) == {} and due(ledger) == {R}
+
+
+def test_only_pages_in_the_index_give_anchors(backend: str, tmp_path, request) -> None:
+    ledger = ledger_of(backend, tmp_path, request)
+    indexed(ledger, Q, "q")
+    ledger.record(P, cached("p", ((Q, "words"),)))
+    assert texts(ledger, Q) == {"words": PUBLIC}  # pending: on its way into the index
+    ledger.record(P, Outcome(Event.FAILED, 503, "HTTP 503"))  # kept through a transient failure
+    assert texts(ledger, Q) == {"words": PUBLIC}
+    ledger.record(P, Outcome(Event.GONE, 200, "robots noindex"))
+    assert texts(ledger, Q) == {}
+    ledger.record(P, Outcome(Event.UNCHANGED, 200, anchors=((Q, "words"),)))  # refused (not in the index): nothing kept
+    assert texts(ledger, Q) == {}
+
+
+def test_a_change_of_a_pages_readers_marks_every_target_due(backend: str, tmp_path, request) -> None:
+    """A page whose readers change (its content not: a 304 with new access) counts for other
+    targets now: every target of it is due, its anchors unchanged."""
+    ledger = ledger_of(backend, tmp_path, request)
+    indexed(ledger, Q, "q")
+    indexed(ledger, P, "p", ((Q, "words"),))
+    set_all(ledger)
+    ledger.record(P, Outcome(Event.CACHED, 200, columns={"checksum": "p+hr", "access": HR}))
+    assert texts(ledger, Q) == {"words": HR} and due(ledger) == {Q}
+
+
+def test_a_target_is_unmarked_only_of_the_marks_read_before_its_field_was_set(backend: str, tmp_path, request) -> None:
+    ledger = ledger_of(backend, tmp_path, request)
+    indexed(ledger, Q, "q")
+    ledger.record(P, cached("p", ((Q, "one"),)))
+    (read,) = ledger.table.anchors_due(ledger.source)
+    ledger.record(R, cached("r", ((Q, "two"),)))  # a change after the push read the marks
+    ledger.mark_anchors_set(read.marks)
+    assert due(ledger) == {Q}
+    set_all(ledger)
+    assert due(ledger) == set()
+
+
+def test_a_test_crawl_writes_no_anchors(tmp_path) -> None:
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 't.sqlite3'}"))
+    ledger = Ledger(table, "s")
+    indexed(ledger, Q, "q")
+    test = Ledger(table.for_run(None, test_mode=True), "s")
+    test.record(P, cached("p", ((Q, "words"),)))
+    assert texts(ledger, Q) == {} and due(ledger) == set()
