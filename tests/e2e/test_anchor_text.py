@@ -13,12 +13,11 @@ import random
 import string
 import uuid
 
-from searchcrawl.search.search_request import SearchRequest
-from searchcrawl.search.search_run import run_search
-from searchcrawl.search.searcher import TrimmedIndex
-
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.index.solr_client import SolrIndex
+from searchcrawl.search.request import SearchRequest
+from searchcrawl.search.results import run_search
+from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.conftest import Project
 from tests.e2e.test_access_crawls import PASSWORD, ConditionalSite, by_url, crawl, page, web_source
 
