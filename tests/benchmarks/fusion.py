@@ -10,7 +10,9 @@ under every weight of a grid, chosen per model and shape on some sets and scored
     .venv/bin/python -m tests.benchmarks.fusion bench-lists --tune scipy-lectures,nutch,scrapy-docs --on python-docs
 
 A set only ever held out (judged.py ``HELD_OUT``: python-docs) is refused to ``--tune``. A set with
-nonsense queries has a column more, ``silent``: the share of them that found nothing.
+nonsense queries has a column more, ``silent``: the share of them that found nothing. The kNN
+list is read above the model's similarity floor: the one it ran with, else the one calibrated now
+(``--floor`` gives another).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from searchcrawl.search.evaluation import JudgedQuery, by_kind, means, read_qrels, read_queries, score_run, silence
-from searchcrawl.semantic.embedders import model_key
+from searchcrawl.semantic.embedders import calibrated_floor, model_key
 from searchcrawl.semantic.fusion import (
     KEYWORDS,
     MESSAGE,
@@ -44,8 +46,8 @@ DEPTH = 50  # the hits a judged query reads (search/search_run.py judged_hits)
 class KeptSet:
     """One judged set's kept lists (``<set>.json``), its queries and judgments."""
 
-    def __init__(self, folder: Path, name: str) -> None:
-        self.name = name
+    def __init__(self, folder: Path, name: str, floor: float | None = None) -> None:
+        self.name, self.given_floor = name, floor
         self.kept: dict[str, Any] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
         self.queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
         self.judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
@@ -55,11 +57,20 @@ class KeptSet:
     def models(self) -> list[str]:
         return list(self.kept["lists"])
 
+    def floor(self, model: str) -> float:
+        """The model's similarity floor: ``given`` (``--floor``), else the one it ran with, else the
+        one calibrated now (embedders.py ``CALIBRATED_FLOORS``, by its id), else 0 (every kNN hit)."""
+        if self.given_floor is not None:
+            return self.given_floor
+        floor = self.kept["floors"][model]
+        if floor is None and "model_ids" in self.kept:
+            floor = calibrated_floor(self.kept["model_ids"][model])
+        return 0.0 if floor is None else floor
+
     def fused(self, model: str, weight: Callable[[JudgedQuery], float]) -> dict[str, list[str]]:
         """qid -> hit URLs: the words and the kNN list above the model's floor, fused with the kNN
         list weighed ``weight(query)``."""
-        floor, lists, urls = self.kept["floors"][model], self.kept["lists"][model], self.kept["urls"]
-        floor = 0.0 if floor is None else floor  # a model with no calibrated floor yet: every kNN hit counts
+        floor, lists, urls = self.floor(model), self.kept["lists"][model], self.kept["urls"]
         ranked = {}
         for query in self.queries:
             kept = lists[query.qid]
@@ -115,6 +126,7 @@ def main() -> None:
     parser.add_argument("lists", help="the folder of tests.benchmarks.fusion_lists")
     parser.add_argument("--on", default="", help="the sets scored (default: every set in the folder)")
     parser.add_argument("--tune", default="", help="the sets the weights are chosen on (a grid per model and shape)")
+    parser.add_argument("--floor", type=float, help="every model's similarity floor (default: as run, else as calibrated now)")
     args = parser.parse_args()
     folder = Path(args.lists)
     names = args.on.split(",") if args.on else sorted(path.stem for path in folder.glob("*.json"))
@@ -123,7 +135,8 @@ def main() -> None:
         parser.error(f"{', '.join(sorted(refused))}: held out, never tuned on (tests/search/judged/README.md)")
     train = [KeptSet(folder, name) for name in args.tune.split(",") if name]
     for name in names:
-        kept = KeptSet(folder, name)
+        kept = KeptSet(folder, name, args.floor)
+        print(f"\n{name}: similarity floor " + ", ".join(f"{model} {kept.floor(model)}" for model in kept.models))
         rows: dict[str, Mapping[str, Sequence[str]]] = {"words": kept.kept["words"], "plain": kept.kept["plain"]}
         for model in kept.models:
             key = model_key(kept.kept["model_ids"][model]) if "model_ids" in kept.kept else (model, "")
