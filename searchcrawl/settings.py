@@ -294,13 +294,15 @@ SEARCHCRAWL_WEB_LOG_USERS = False
 # qrels.txt, measured by `scrapy relevance` and the administration's relevance page; "": the
 # folder "judged" in the data directory (where `scrapy relevance --from-clicks` writes by default)
 SEARCHCRAWL_JUDGED_DIR = ""
-# Semantic search (issue 76; docs/semantic-search.md): the embedding model ("" = off): "wordllama"
+# Semantic search (issue 76; docs/semantic-search.md): the embedding model, on by default (issue
+# 100): "bge-small" (the default; with "e5-small" and "minilm", named models whose jars the
+# install fetches: a named model not installed leaves search words-only, said once), "wordllama"
 # (the static model the wordllama package ships), "onnx:<file.onnx or .jar>[?tokenizer=<file>]"
-# or "openai:<base URL>?model=<name>&dimension=<n>" (key: SEARCHCRAWL_EMBEDDINGS_API_KEY). With a
-# new model, name the old one in PREVIOUS: searches use it until every document has the new one's
+# or "openai:<base URL>?model=<name>&dimension=<n>" (key: SEARCHCRAWL_EMBEDDINGS_API_KEY); "" = off.
+# With a new model, name the old one in PREVIOUS: searches use it until every document has the new one's
 # passages. A crawl embeds its source's passages every INTERVAL seconds on a thread of its own and
 # for at most FINAL_SECONDS after its last push; TIMEOUT bounds one request to a remote model.
-SEARCHCRAWL_EMBEDDINGS = ""
+SEARCHCRAWL_EMBEDDINGS = "bge-small"  # semantic/embedders.py DEFAULT_MODEL
 SEARCHCRAWL_EMBEDDINGS_PREVIOUS = ""
 SEARCHCRAWL_EMBED_INTERVAL = 30.0
 SEARCHCRAWL_EMBED_FINAL_SECONDS = 600.0

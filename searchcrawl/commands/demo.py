@@ -1,7 +1,10 @@
 """`searchcrawl demo` (`scrapy demo` in a project): the quickstart in one command.
 
 Starts the development Solr, serves the packaged example intranet on 127.0.0.1:8765
-(dev/example_site.py), crawls the `example` source into Solr and prints search results. Solr
+(dev/example_site.py), crawls the `example` source into Solr (its passages embedded by the crawl
+with the default model, bge-small: semantic search is on by default) and prints search results,
+hybrid (words and meaning fused, as `scrapy search` and the search page search; words alone, said,
+where the model is not installed), a question in other words than its page's among them. Solr
 keeps running afterwards, so that searches can be tried; `solr stop` stops it. The hints it
 prints name the command that works where it runs (commands.hint_program): `scrapy` in a Scrapy
 project, `searchcrawl` anywhere else.
@@ -17,15 +20,18 @@ import subprocess
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.commands import hint_program
-from searchcrawl.commands.search import format_hits, search, searcher_index
+from searchcrawl.commands.search import format_hits, search, searcher_index, semantic_of
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.search.hybrid import SemanticSearch
 from searchcrawl.search.query import matching
 from searchcrawl.system import paths
 
-QUERIES = ("travel expenses", '"oracle on demand"', "solr")
+# a keyword query, a phrase, a name, and a question that shares no word with its page (the security
+# guidelines: "Use a password manager, lock your laptop ..."), found by meaning
+QUERIES = ("travel expenses", '"oracle on demand"', "solr", "protect my computer from hackers")
 
 
 class Command(ScrapyCommand):
@@ -63,9 +69,12 @@ class Command(ScrapyCommand):
         if crawl.returncode != 0:
             self.exitcode = crawl.returncode
             return
-        index = searcher_index(self.settings, None, SolrIndex(solr_url, timeout=30))  # the example site is public
+        solr = SolrIndex(solr_url, timeout=30)
+        index = searcher_index(self.settings, None, solr)  # the example site is public
+        semantic = semantic_of(self.settings, solr)  # None, said on stderr, when it cannot be had
+        print(f"\n{searching_how(semantic)}")
         for query in QUERIES:
-            page = search(index, query, rows=3)  # `scrapy search`'s: the search page's run_search
+            page = search(index, query, rows=3, semantic=semantic)  # `scrapy search`'s: the search page's run_search
             print(f"\n$ {program} search {query!r}\n{matching(page.total)}")
             print("\n".join(format_hits(page)))
         print(
@@ -84,3 +93,12 @@ class Command(ScrapyCommand):
             return None
         print(f"Solr is up at {solr_url}", flush=True)
         return solr_url
+
+
+def searching_how(semantic: SemanticSearch | None) -> str:
+    """The demo's line on how it searches: hybrid with the model that serves, or words alone and
+    the command that turns meaning on."""
+    if semantic is None:
+        return f"Searching by words alone: semantic search is off (`{hint_program()} doctor` says why and what installs it)."
+    model = semantic.active()
+    return f"Searching hybrid: words and meaning ({model.model_id}, similarity floor {model.floor}), fused."

@@ -96,21 +96,28 @@ def _tika(url: str, timeout: float) -> installation.Finding:
 
 
 def _embeddings(requires: list[str], setting: str) -> installation.Finding:
-    unmet = installation.unmet_requirements(requires, "semantic")
-    failure, no_floor = None, None
-    if setting and not unmet:
-        from searchcrawl.semantic.embedders import NO_FLOOR, ModelSpec, checked, embedder_from, model_floor
+    """Which model serves semantic search, or why none does (not installed, failing, no floor)."""
+    from searchcrawl.semantic.embedders import NO_FLOOR, ModelSpec, checked, embedder_from, model_floor, not_installed
 
+    failure, no_floor, serving, missing = None, None, "", None
+    try:
+        spec = ModelSpec.parse(setting)
+        missing = not_installed(spec)
+    except Exception as exc:  # a setting refused at start: the finding says why
+        spec, failure = None, f"{type(exc).__name__}: {exc}"
+    unmet = [] if missing is not None else installation.unmet_requirements(requires, "semantic")
+    if spec is not None and missing is None and not unmet:
         try:
             embedder = embedder_from(setting)
             if embedder is not None:
                 checked(embedder)
-                spec = ModelSpec.parse(setting)
-                if model_floor(spec.floor if spec else None, embedder.model_id) is None:
+                floor = model_floor(spec.floor, embedder.model_id)
+                if floor is None:
                     no_floor = f"{embedder.model_id} {NO_FLOOR}"
+                serving = f"{embedder.model_id}, {embedder.dimension} dimensions, similarity floor {floor}"
         except Exception as exc:  # the model's own failure, whatever it is, is the finding
             failure = f"{type(exc).__name__}: {exc}"
-    return installation.embeddings_finding(setting, unmet, failure, no_floor)
+    return installation.embeddings_finding(setting, unmet, failure, no_floor, serving, missing)
 
 
 def _answers(url: str, timeout: float) -> installation.Finding:

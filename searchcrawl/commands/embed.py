@@ -17,7 +17,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.index.solr_client import IndexingError, SolrIndex
-from searchcrawl.semantic.embedders import DimensionMismatch, checked, embedder_from
+from searchcrawl.semantic.embedders import DimensionMismatch, ModelSpec, checked, embedder_from, not_installed
 from searchcrawl.semantic.passage_index import PassageIndex
 from searchcrawl.system import paths
 
@@ -58,10 +58,9 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        setting = self.settings.get("SEARCHCRAWL_EMBEDDINGS") or ""
         try:
-            embedder = embedder_from(
-                self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "", self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT")
-            )
+            embedder = embedder_from(setting, self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"))
             if embedder is not None:
                 checked(embedder)
         except DimensionMismatch as exc:
@@ -71,7 +70,12 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         if embedder is None:
-            print("searchcrawl: semantic search is off: SEARCHCRAWL_EMBEDDINGS is not set")
+            missing = not_installed(ModelSpec.parse(setting))
+            print(
+                f"searchcrawl: semantic search's model {missing}"
+                if missing
+                else "searchcrawl: semantic search is off: SEARCHCRAWL_EMBEDDINGS is not set"
+            )
             self.exitcode = 2
             return
         index = SolrIndex(paths.solr_url(self.settings), timeout=60, auth=paths.solr_auth(self.settings))

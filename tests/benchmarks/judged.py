@@ -130,6 +130,7 @@ def crawl(site: RealSite, source: str, work: Path, solr_url: str, extra: str = "
             SEARCHCRAWL_DATA_DIR=str(work / "data"),
             SOLR_URL=solr_url,
             SEARCHCRAWL_DB_URL="",
+            SEARCHCRAWL_EMBEDDINGS="",  # the passages are embedded after the crawl, with the model measured
             PYTHONPATH=python_path(ROOT),
         )
         measured = run_measured([sys.executable, "-m", "scrapy", "crawl", source, "-s", "LOG_LEVEL=WARNING"], ROOT, env)

@@ -13,6 +13,8 @@ for comparison: the floor above every unrelated query's best score, and the floo
 set without a floor and with it.
 
     .venv/bin/python -m tests.benchmarks.similarity_floor --embeddings wordllama --embeddings onnx:<minilm jar> --out DIR
+    .venv/bin/python -m tests.benchmarks.similarity_floor --embeddings bge-small --out DIR \
+        --sets scipy-lectures,nutch,scrapy-docs --deb python-scrapy-doc_2.8.0-2_all.deb
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ from searchcrawl.search.trimmed_index import TrimmedIndex
 from searchcrawl.semantic.embedders import embedder_from
 from searchcrawl.semantic.fusion import best_per_parent
 from searchcrawl.semantic.passage_index import PassageIndex
-from tests.benchmarks.judged import JUDGED, SETS, crawl, workspace
-from tests.benchmarks.real_sites import RealSite
+from tests.benchmarks.judged import HELD_OUT, JUDGED, SETS, add_deb_option, crawl, judged_site, workspace
 
 # queries nothing in the Scipy lectures or the Nutch Javadoc answers: nonsense, and an intranet's
 # everyday questions (the demo site's, the issue's)
@@ -111,12 +112,16 @@ def main() -> None:
     parser.add_argument("--embeddings", action="append", default=[], metavar="SPEC")
     parser.add_argument("--share", type=float, default=0.05, help="the comparison floor: judged queries it may cost their answer")
     parser.add_argument("--sets", default=",".join(SETS))
+    add_deb_option(parser)
     parser.add_argument(
         "--link-lists",
         action="store_true",
         help="also crawl each site with link_lists = false and compare the words' nDCG@10 (the same text searched)",
     )
     args = parser.parse_args()
+    refused = HELD_OUT.intersection(args.sets.split(","))
+    if refused:  # a floor is chosen on these sets: a held-out set is scored with it, never calibrated on
+        parser.error(f"{', '.join(sorted(refused))}: held out, never calibrated on (tests/search/judged/README.md)")
     work, out, solr = workspace("searchcrawl-floor-", args.out)
     core = solr.start(timeout=600)
     models = {spec.split(":")[0]: SemanticModel(embedder_from(spec)) for spec in args.embeddings}  # type: ignore[arg-type]
@@ -125,8 +130,7 @@ def main() -> None:
     judged_sets: dict[str, tuple[str, list[Any], dict[str, dict[str, int]]]] = {}
     try:
         for name in args.sets.split(","):
-            site_name, source = SETS[name]
-            site = RealSite.unpack(site_name, work / f"site-{name}")
+            source, site = judged_site(name, args.debs, work / f"site-{name}")
             print(name, crawl(site, source, work, core, "\n"), flush=True)
             pysolr.Solr(core, timeout=120).commit()
             urls = {

@@ -86,6 +86,9 @@ def test_the_crawls_scrapy_web_starts_are_told_its_services_and_its_own_address(
         "SEARCHCRAWL_WEB_PORT": "9000",
     }
     assert OwnService("the web application", "::", 9000) in own_services(environ.get)
+    # issue 100: semantic search is on by default: a server's "off" reaches its crawls too
+    assert own_service_environ({**settings, "SEARCHCRAWL_EMBEDDINGS": ""}.get, "::", 9000)["SEARCHCRAWL_EMBEDDINGS"] == ""
+    assert own_service_environ({**settings, "SEARCHCRAWL_TIKA_URL": ""}.get, "::", 9000).get("SEARCHCRAWL_TIKA_URL") is None
 
 
 def interface_addresses() -> list[str]:

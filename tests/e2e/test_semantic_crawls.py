@@ -1,7 +1,9 @@
 """Semantic search as a user runs it (issue 76): `scrapy crawl` with SEARCHCRAWL_EMBEDDINGS embeds its
 pages' passages off its hot path (done when the crawl ends), `scrapy web` answers the search page and
 the JSON API with hits found by meaning alone, and a model of the wrong dimension is refused at
-start by the crawl, the web application and `scrapy embed` alike."""
+start by the crawl, the web application and `scrapy embed` alike. With nothing set (issue 100) a
+crawl embeds with the default model, bge-small, and search is hybrid; without that model
+installed, words alone, said once."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import uuid
 
 import requests
 
-from tests.conftest import free_port
+from tests.conftest import free_port, run_scrapy
 from tests.e2e.test_api import api, make_token
 from tests.web_site import serve_web
 
@@ -28,10 +30,10 @@ TOPICS = {
 }
 
 
-def write_site(root) -> None:
-    links = "".join(f'<li><a href="{name}">{title}</a></li>' for name, (title, _text) in TOPICS.items())
+def write_site(root, topics: dict[str, tuple[str, str]] = TOPICS) -> None:  # noqa: ANN001
+    links = "".join(f'<li><a href="{name}">{title}</a></li>' for name, (title, _text) in topics.items())
     (root / "index.html").write_text(f"<html><head><title>Staff pages</title></head><body><ul>{links}</ul></body></html>")
-    for name, (title, text) in TOPICS.items():
+    for name, (title, text) in topics.items():
         body = f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>"
         (root / name).write_text(f"<html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>")
 
@@ -84,3 +86,66 @@ def test_a_model_of_the_wrong_dimension_is_refused_at_start(project, serve, tmp_
         assert "300 dimensions" in str(refused)
     else:
         raise AssertionError("scrapy web started with a model of the wrong dimension")
+
+
+# issue 100: a site whose answer to a question shares no word with it
+SECURITY = {
+    "security.html": (
+        "Security guidelines",
+        "Use a password manager, lock your laptop when you leave your desk and report phishing mails to the security desk.",
+    ),
+    "cats.html": TOPICS["cats.html"],
+    "pay.html": TOPICS["pay.html"],
+}
+QUESTION = "protect my computer from hackers"  # no word of it on any page: found by meaning alone
+
+
+def default_env(project, **extra: str) -> dict[str, str]:  # noqa: ANN001
+    """The project's environment with semantic search as a new installation has it: the suite's
+    own SEARCHCRAWL_EMBEDDINGS (off, tests/conftest.py) left out, so the settings' default serves."""
+    env = project.env(**extra)
+    del env["SEARCHCRAWL_EMBEDDINGS"]
+    return env
+
+
+def test_with_the_default_settings_a_crawl_embeds_with_bge_small_and_search_is_hybrid(project, serve, tmp_path) -> None:
+    """Issue 100: semantic search on by default. A crawl with nothing set embeds its passages with
+    bge-small; `scrapy search` then finds by meaning a page that shares no word with the question,
+    and `scrapy doctor` names the model that serves."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_site(root, SECURITY)
+    site = serve(root)
+    name = f"def-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    crawled = run_scrapy(["crawl", name], default_env(project))
+    assert crawled.returncode == 0, crawled.stderr[-3000:]
+    assert "Passages of 4 documents up to date" in crawled.stderr, crawled.stderr[-3000:]
+    found = run_scrapy(["search", QUESTION, "--source", name], default_env(project))
+    assert found.returncode == 0 and "1. Security guidelines" in found.stdout, found.stdout + found.stderr
+    words = project.scrapy("search", QUESTION, "--source", name)  # the suite's own: semantic search off
+    assert "0 documents match" in words.stdout, words.stdout
+    doctor = run_scrapy(["doctor"], default_env(project))
+    assert "bge-small serves, searches are hybrid: onnx/bge-small-en-v1.5-q/" in doctor.stdout, doctor.stdout
+
+
+def test_without_the_default_model_installed_a_crawl_is_words_only_and_says_so(project, serve, tmp_path) -> None:
+    """Issue 100: an installation without the default model's jar (a `pip install` without the
+    bootstrap) crawls and searches by words alone, with one WARNING naming the command that
+    installs it; `scrapy doctor` says so too. Nothing fails."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_site(root, SECURITY)
+    site = serve(root)
+    name = f"def-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    no_cache = default_env(project, XDG_CACHE_HOME=str(tmp_path / "empty-cache"))  # no model's jar there
+    crawled = run_scrapy(["crawl", name], no_cache)
+    assert crawled.returncode == 0, crawled.stderr[-3000:]
+    said = [line for line in crawled.stderr.splitlines() if "bge-small: its jar is not installed" in line]
+    assert len(said) == 1 and "WARNING" in said[0] and "bash deploy/bootstrap.sh semantic" in said[0], crawled.stderr[-3000:]
+    assert "Passages of" not in crawled.stderr
+    found = run_scrapy(["search", "Security guidelines", "--source", name], no_cache)
+    assert found.returncode == 0 and "1. Security guidelines" in found.stdout, found.stdout + found.stderr
+    doctor = run_scrapy(["doctor"], no_cache)
+    assert "bge-small: its jar is not installed" in doctor.stdout and "bash deploy/bootstrap.sh semantic" in doctor.stdout

