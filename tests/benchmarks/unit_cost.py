@@ -81,7 +81,10 @@ def measure(workers: int, extra: list[str]) -> Run:
     before, load_before, started = resource.getrusage(resource.RUSAGE_CHILDREN), load_average(), time.monotonic()
     done = subprocess.run(command(workers, extra), cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
-    last = (done.stdout.strip().splitlines() or [""])[-1]
+    lines = done.stdout.strip().splitlines() or [""]
+    for failure in (line for line in lines if line.startswith(("FAILED ", "ERROR "))):  # -ra's summary
+        print(failure, file=sys.stderr)
+    last = lines[-1]
     if done.returncode not in (0, 1):  # 1: some tests failed, still a run of them all
         raise SystemExit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
     return Run(
