@@ -205,8 +205,8 @@ class RedmineServer:
         line = self.scripts.stdout.readline()
         while line and not line.startswith('{"ok":'):  # what Rails itself printed (a warning) is not an answer
             line = self.scripts.stdout.readline()
-        log = (self.folder / "runner.log").read_text(errors="replace")
-        assert line, f"the runner gave no answer (exit status {self.scripts.poll()}):\n{log[-3000:]}"
+        said = self.folder / "runner.log"
+        assert line, f"the runner gave no answer (exit status {self.scripts.poll()}):\n{said.read_text(errors='replace')[-3000:]}"
         answer = json.loads(line)
         # the error's first lines (its class and message) and the end of its trace
         assert answer["ok"], answer["error"][:1500] + "\n...\n" + answer["error"][-1500:]
