@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "searchcrawl"
+CHECKOUT = str(PACKAGE.parent) + os.sep  # its files: the tests' and searchcrawl's
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # a function of searchcrawl: its module's path (``searchcrawl/...``) and its qualified name
 Where = tuple[str, str]
@@ -73,10 +76,12 @@ def beyond_the_named(
 
 
 class ParseCount:
-    """How often each package module's text was parsed (``ast.parse`` of its text, as ``str`` or
-    ``bytes``), found by its text: a parse of anything else (a snippet, a test module) is not
-    counted, nor an empty module (an empty ``__init__``: its text is any blank snippet's). Modules
-    of one text may be parsed once each."""
+    """How often the checkout's code (the tests, searchcrawl) parsed each package module's text
+    (``ast.parse`` of its text, as ``str`` or ``bytes``), found by its text: a parse of anything
+    else (a snippet, a test module) is not counted, nor an empty module (an empty ``__init__``: its
+    text is any blank snippet's), nor a library's parse (Hypothesis parses the modules it finds
+    under test for their constants, and for a lambda's source). Modules of one text may be parsed
+    once each."""
 
     def __init__(self) -> None:
         self.counts: Counter[tuple[Path, ...]] = Counter()
@@ -90,9 +95,9 @@ class ParseCount:
                 texts[source_of(path)] = (*texts.get(source_of(path), ()), path)
         return {**texts, **{text.encode("utf-8"): paths for text, paths in texts.items()}}
 
-    def parsed(self, source: object) -> None:
-        """Count ``source``, the first argument of a call of ``ast.parse``."""
-        if isinstance(source, str | bytes) and (paths := self.by_text.get(source)) is not None:
+    def parsed(self, source: object, caller: str) -> None:
+        """Count ``source``, the first argument of a call of ``ast.parse`` from the file ``caller``."""
+        if isinstance(source, str | bytes) and (paths := self.by_text.get(source)) is not None and caller.startswith(CHECKOUT):
             self.counts[paths] += 1
 
     def parsed_again(self) -> list[str]:
@@ -108,7 +113,7 @@ class ParseCount:
 
         @functools.wraps(parse)
         def counted(source: str | bytes, *args: Any, **kwargs: Any) -> ast.AST:
-            self.parsed(source)
+            self.parsed(source, sys._getframe(1).f_code.co_filename)
             return parse(source, *args, **kwargs)
 
         counted.parse_count = self  # type: ignore[attr-defined]

@@ -35,6 +35,8 @@ def test_a_module_parsed_twice_is_counted_and_nothing_else_is() -> None:
     assert count.parsed_again() == []
     parse(source_of(path).encode("utf-8"))
     assert count.parsed_again() == [f"{path.relative_to(PACKAGE.parent).as_posix()}: 2 times"]
+    count.parsed(source_of(path), "/usr/lib/python3/dist-packages/hypothesis/internal/constants_ast.py")
+    assert count.parsed_again() == [f"{path.relative_to(PACKAGE.parent).as_posix()}: 2 times"]  # a library's: not counted
 
 
 def test_the_run_counts_the_parses_of_its_tests() -> None:
