@@ -16,7 +16,7 @@ import functools
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,24 @@ def source_of(path: Path) -> str:
 @functools.cache
 def tree_of(path: Path) -> ast.Module:
     """The syntax tree of the module at ``path`` (its file name in the errors a bad one raises)."""
-    return ast.parse(source_of(path), str(path))
+    tree = ast.parse(source_of(path), str(path))
+    _SHARED[id(tree)] = tree
+    return tree
+
+
+_SHARED: dict[int, ast.Module] = {}  # tree_of's trees, by id: those whose nodes ``walk`` keeps
+
+
+@functools.cache
+def _nodes(tree: ast.Module) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(tree))
+
+
+def walk(node: ast.AST) -> Iterable[ast.AST]:
+    """``ast.walk(node)``, in its order; a module's shared tree (``tree_of``'s, which no test
+    changes) is walked once a session and its nodes kept: the code-reading tests walk every module
+    some twenty times."""
+    return _nodes(node) if isinstance(node, ast.Module) and _SHARED.get(id(node)) is node else ast.walk(node)
 
 
 def functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, Function]]:

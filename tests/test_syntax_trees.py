@@ -15,6 +15,7 @@ from tests.syntax_trees import (
     run_parse_count,
     source_of,
     tree_of,
+    walk,
 )
 
 
@@ -22,6 +23,13 @@ def test_a_module_is_read_and_parsed_once() -> None:
     path = package_modules()[0]
     assert tree_of(path) is tree_of(path) and source_of(path) is source_of(path)
     assert package_modules() is package_modules()
+
+
+def test_a_shared_tree_is_walked_once_in_ast_walks_order_and_a_snippet_afresh() -> None:
+    tree = tree_of(package_modules()[-1])
+    assert list(walk(tree)) == list(ast.walk(tree)) and walk(tree) is walk(tree)
+    snippet = ast.parse("x = 1\n")
+    assert list(walk(snippet)) == list(ast.walk(snippet)) and walk(snippet) is not walk(snippet)
 
 
 def test_a_module_parsed_twice_is_counted_and_nothing_else_is() -> None:
