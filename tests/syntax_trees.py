@@ -110,7 +110,9 @@ class ParseCount:
         for path in package_modules():
             if source_of(path).strip():
                 texts[source_of(path)] = (*texts.get(source_of(path), ()), path)
-        return {**texts, **{text.encode("utf-8"): paths for text, paths in texts.items()}}
+        both: dict[str | bytes, tuple[Path, ...]] = {text.encode("utf-8"): paths for text, paths in texts.items()}
+        both.update(texts)
+        return both
 
     def parsed(self, source: object, caller: str) -> None:
         """Count ``source``, the first argument of a call of ``ast.parse`` from the file ``caller``."""
