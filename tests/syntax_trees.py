@@ -5,9 +5,10 @@ again in each test was most of their time. The trees are shared: a test reads th
 them.
 
 A pytest plugin too (registered by tests/conftest.py): every ``ast.parse`` of a package module's
-text in a test process is counted, and the run fails at its end, in each process, if one was
-parsed twice (a test that parses a module itself instead of reading ``tree_of``): counted once a
-run, as the tests run, instead of running the code-reading tests a second time to watch them."""
+text by the checkout's code in a test process is counted, and the run fails at its end, in each
+process, if one was parsed twice (a test that parses a module itself instead of reading
+``tree_of``): counted once a run, as the tests run, instead of running the code-reading tests a
+second time to watch them (issue 101)."""
 
 from __future__ import annotations
 
