@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.syntax_trees import PACKAGE, package_modules, tree_of
+from tests.syntax_trees import PACKAGE, package_modules, tree_of, walk
 
 # Lowest first; a package imports nothing of a higher level, and the packages of one level stand
 # side by side: they import each other nowhere (a crawl without the web application, and the other
@@ -82,7 +82,7 @@ def imports(path: Path) -> Iterator[str]:
     relative imports resolved."""
     module = module_name(path)
     base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(tree_of(path)):
+    for node in walk(tree_of(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -513,7 +513,7 @@ def _imported(tree: ast.Module) -> dict[str, str]:
     ``explain_answer_lines`` to ``searchcrawl.search.answer_explanation.explain_answer``, a raw
     client's class imported with ``*`` to that class)."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 if alias.name == "*":
@@ -605,7 +605,7 @@ def _format_field(call: ast.Call, field: str, following: Iterator[ast.expr]) -> 
 def _literals(tree: ast.Module) -> dict[str, str]:
     """The names a module gives one string of literals wherever it assigns them (``SEL = "/sel"``)."""
     given: dict[str, set[str | None]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         for target, value, _annotation in _assigned(node):
             if isinstance(target, ast.Name):
                 given.setdefault(target.id, set()).add(_folded(value, {}) if value is not None else None)
@@ -658,7 +658,7 @@ class _NamesWrittenOut(ast.NodeTransformer):
     def needed(self, tree: ast.Module) -> bool:
         """Whether ``tree`` reads a name by a function (most modules do not: they are not copied)."""
         readers = GETATTR | ATTRGETTERS
-        return any(isinstance(node, ast.Call) and _dotted(node.func, self.imported) in readers for node in ast.walk(tree))
+        return any(isinstance(node, ast.Call) and _dotted(node.func, self.imported) in readers for node in walk(tree))
 
     def getter(self, node: ast.expr) -> ast.Call | None:
         """``node`` if it is an attrgetter or methodcaller of literal names."""
@@ -709,7 +709,7 @@ class _Scopes(ast.NodeVisitor):
         self.raw_attributes: set[str] = set()
         self.raw_attributes = {
             ast.unparse(target)
-            for node in ast.walk(tree)
+            for node in walk(tree)
             for target, value, annotation in _assigned(node)
             if isinstance(target, ast.Attribute) and self.typed(annotation, value) in SOLR_TYPES
         }
@@ -736,7 +736,7 @@ class _Scopes(ast.NodeVisitor):
         }
         known = {**self.known[-1], **parameters}
         self.known.append(known)
-        assigned = [pair for child in ast.walk(node) for pair in _assigned(child) if isinstance(pair[0], ast.Name)]
+        assigned = [pair for child in walk(node) for pair in _assigned(child) if isinstance(pair[0], ast.Name)]
         for _round in range(3):  # an alias of an alias: ``s = ctx.solr; t = s``
             for target, value, annotation in assigned:
                 assert isinstance(target, ast.Name)
@@ -1050,7 +1050,7 @@ def _asked(module: str, source: ast.Module | str) -> tuple[set[tuple[str, str]],
 
 def trimming_named(module: str, source: ast.Module | str) -> bool:
     """Whether ``source`` names ``solr_trimming`` (imports, calls or passes it)."""
-    for node in ast.walk(_module(source).tree):
+    for node in walk(_module(source).tree):
         if isinstance(node, ast.Name) and node.id == TRIMMING or isinstance(node, ast.Attribute) and node.attr == TRIMMING:
             return True
         if isinstance(node, ast.ImportFrom) and any(alias.name == TRIMMING for alias in node.names):

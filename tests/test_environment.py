@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.components import close_stores, source_crawler, stores_of
-from tests.conftest import OUTER_VARIABLES, ROOT, SUITE_SETTINGS, scrub_environment
+from tests.conftest import OUTER_VARIABLES, ROOT, SUITE_SETTINGS, kept_bytecode, scrub_environment
 
 
 def test_scrub_removes_the_project_variables_and_keeps_the_suites_own() -> None:
@@ -39,6 +39,21 @@ def test_scrub_removes_the_project_variables_and_keeps_the_suites_own() -> None:
         **SUITE_SETTINGS,
     }
     assert scrub_environment(environ) == []  # the suite's own, as it sets them, are no outer variable
+
+
+def test_a_shell_that_forbids_bytecode_has_it_kept_outside_the_sources() -> None:
+    environ = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin"}
+    assert kept_bytecode(environ, True, "/srv/venv") == "/srv/venv/pycache"
+    assert environ == {"PYTHONPYCACHEPREFIX": "/srv/venv/pycache", "PATH": "/usr/bin"}
+    given = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/tmp/kept"}
+    assert kept_bytecode(given, True, "/srv/venv") == "/tmp/kept" and given == {"PYTHONPYCACHEPREFIX": "/tmp/kept"}
+    allowed = {"PATH": "/usr/bin"}  # Python's default, beside the sources: left alone
+    assert kept_bytecode(allowed, False, "/srv/venv") is None and allowed == {"PATH": "/usr/bin"}
+
+
+def test_this_run_keeps_bytecode_and_so_do_the_processes_it_starts() -> None:
+    assert not sys.dont_write_bytecode and "PYTHONDONTWRITEBYTECODE" not in os.environ
+    assert sys.pycache_prefix is None or os.environ["PYTHONPYCACHEPREFIX"] == sys.pycache_prefix
 
 
 def test_no_project_variable_of_the_outer_shell_is_left() -> None:

@@ -1,56 +1,21 @@
 """The tests that read searchcrawl's code parse each module once a session (tests/syntax_trees.py,
-issue 95): run again once every module is parsed, none of them parses a module of the package."""
+issue 95), and the run counts every parse of a module (issue 101: once, as the tests run, not by
+running the code-reading tests again)."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
-from typing import Any
 
-import pytest
-
-import tests.crawl.test_built_from_what_they_use as built_from_what_they_use
-import tests.crawl.test_outcomes_flushed as outcomes_flushed
-import tests.store.test_one_writer as one_writer
-import tests.system.test_environment_settings as environment_settings
-import tests.test_architecture as architecture
-import tests.test_complexity as complexity
-import tests.test_function_length as function_length
-import tests.web.test_roles as roles
-import tests.web.test_views_shape as views_shape
-from tests.syntax_trees import PACKAGE, Function, beyond_the_named, package_modules, source_of, tree_of
-
-# the tests that walk the package's modules (those that parse a snippet of their own are left out)
-READERS_OF_THE_CODE: tuple[Callable[[], None], ...] = (
-    architecture.test_no_package_imports_a_higher_level,
-    architecture.test_every_named_upward_import_still_happens,
-    architecture.test_packages_form_no_cycle,
-    architecture.test_no_two_modules_import_each_other,
-    architecture.test_the_answers_modules_import_one_way,
-    architecture.test_no_name_is_defined_in_two_modules,
-    architecture.test_defined_names,
-    architecture.test_only_the_searcher_and_the_named_operator_paths_query_solr,
-    architecture.test_only_the_searcher_builds_the_trimming,
-    architecture.test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query,
-    architecture.test_the_searchers_index_is_built_where_the_searcher_is_known_and_the_raw_client_kept_for_operators,
-    one_writer.test_the_frontier_and_the_redirects_are_written_by_their_owner_alone,
-    one_writer.test_only_the_ledger_applies_a_urls_state_changes,
-    one_writer.test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger,
-    one_writer.test_the_modules_that_write_through_the_ledger_are_the_named_ones,
-    one_writer.test_only_the_stores_run_sql,
-    one_writer.test_one_door_into_the_frontier,
-    built_from_what_they_use.test_components_find_the_crawls_parts_only_in_from_crawler,
-    built_from_what_they_use.test_no_crawl_state_remains,
-    outcomes_flushed.test_what_an_outcome_writes_is_read_after_a_flush,
-    roles.test_every_gate_asks_for_a_permission_by_name,
-    views_shape.test_app_holds_the_route_table_and_the_middlewares_and_no_view,
-    views_shape.test_the_views_are_handed_the_context_and_never_look_it_up,
-    views_shape.test_no_view_module_reaches_into_another,
-    views_shape.test_no_class_of_web_is_a_container_of_everything,
-    views_shape.test_the_views_are_http_only_the_context_runs_the_searches_and_the_answers,
-    environment_settings.test_a_setting_that_is_not_text_is_read_with_a_typed_getter,
-    complexity.test_no_function_is_above_20_but_the_named_ones,
-    function_length.test_no_function_is_over_60_lines_but_the_named_ones,
+from tests.syntax_trees import (
+    PACKAGE,
+    Function,
+    ParseCount,
+    beyond_the_named,
+    package_modules,
+    run_parse_count,
+    source_of,
+    tree_of,
+    walk,
 )
 
 
@@ -60,23 +25,37 @@ def test_a_module_is_read_and_parsed_once() -> None:
     assert package_modules() is package_modules()
 
 
-def test_the_code_reading_tests_parse_no_module_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shared_tree_is_walked_once_in_ast_walks_order_and_a_snippet_afresh() -> None:
+    tree = tree_of(package_modules()[-1])
+    assert list(walk(tree)) == list(ast.walk(tree)) and walk(tree) is walk(tree)
+    snippet = ast.parse("x = 1\n")
+    assert list(walk(snippet)) == list(ast.walk(snippet)) and walk(snippet) is not walk(snippet)
+
+
+def test_a_module_parsed_twice_is_counted_and_nothing_else_is() -> None:
+    count = ParseCount()
+    parse = count.counting(getattr(ast.parse, "__wrapped__", ast.parse))  # not counted in the run's count too
+    path = next(path for path in package_modules() if source_of(path).strip())
+    parse(source_of(path), str(path))
+    parse("x = 1\n")
+    parse("")  # an empty module's text is any blank snippet's: not counted
+    parse("")
+    assert count.parsed_again() == []
+    parse(source_of(path).encode("utf-8"))
+    assert count.parsed_again() == [f"{path.relative_to(PACKAGE.parent).as_posix()}: 2 times"]
+    count.parsed(source_of(path), "/usr/lib/python3/dist-packages/hypothesis/internal/constants_ast.py")
+    assert count.parsed_again() == [f"{path.relative_to(PACKAGE.parent).as_posix()}: 2 times"]  # a library's: not counted
+
+
+def test_the_run_counts_the_parses_of_its_tests() -> None:
+    """The count the run ends with (tests.syntax_trees.no_module_parsed_twice) is ast.parse's, installed
+    before any test module was imported, and it counts tree_of's one parse of each module."""
+    count = run_parse_count()
+    assert run_parse_count() is count and getattr(ast.parse, "parse_count", None) is count
     for path in package_modules():
         tree_of(path)
-    modules = {source_of(path): path for path in package_modules() if source_of(path).strip()}  # not the empty __init__s
-    parsed_again: list[str] = []
-    parse = ast.parse
-
-    def counted(source: str | bytes, *args: Any, **kwargs: Any) -> ast.Module:
-        if isinstance(source, str) and source in modules:
-            parsed_again.append(str(modules[source].relative_to(PACKAGE.parent)))
-        return parse(source, *args, **kwargs)
-
-    monkeypatch.setattr(ast, "parse", counted)
-    for check in READERS_OF_THE_CODE:
-        check()
-    monkeypatch.undo()
-    assert parsed_again == [], "modules parsed again: read them with tests.syntax_trees.tree_of"
+    assert sum(count.counts.values()) == len([path for path in package_modules() if source_of(path).strip()])
+    assert count.parsed_again() == []
 
 
 def test_a_gate_finds_the_functions_beyond_its_limit_not_named_and_the_named_ones_no_longer_beyond() -> None:

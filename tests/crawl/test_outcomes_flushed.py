@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.syntax_trees import tree_of
+from tests.syntax_trees import tree_of, walk
 
 CRAWL = Path(__file__).resolve().parents[2] / "searchcrawl" / "crawl"
 
@@ -25,7 +25,7 @@ EXEMPT = {
 
 def calls(function: ast.AST) -> list[tuple[str, int]]:
     found = []
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             found.append((node.func.attr, node.lineno))
     return found
@@ -35,7 +35,7 @@ def unflushed_reads() -> list[str]:
     problems = []
     for path in sorted(CRAWL.rglob("*.py")):
         module = str(path.relative_to(CRAWL))
-        for node in ast.walk(tree_of(path)):
+        for node in walk(tree_of(path)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             made = calls(node)

@@ -22,7 +22,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from searchcrawl.store.documents import DocumentTable
-from tests.syntax_trees import PACKAGE, package_modules, tree_of
+from tests.syntax_trees import PACKAGE, package_modules, tree_of, walk
 
 STORES = PACKAGE / "store"
 
@@ -99,13 +99,13 @@ def table_writes(tree: ast.AST) -> list[str]:
     """Calls of the document table's writes in ``tree``, as "line: method"."""
     aliases = {
         target.id
-        for node in ast.walk(tree)
+        for node in walk(tree)
         if isinstance(node, ast.Assign) and _is_table(node.value)
         for target in node.targets
         if isinstance(target, ast.Name)
     }
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
             if _is_table(node.func.value, aliases):
                 found.append(f"{node.lineno}: {node.func.attr}")
@@ -121,7 +121,7 @@ def ledger_writes(tree: ast.AST) -> set[str]:
     """The ledger's writes called in ``tree`` (on ``ledger`` or ``....ledger``)."""
     return {
         node.func.attr
-        for node in ast.walk(tree)
+        for node in walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in LEDGER_WRITES
@@ -133,7 +133,7 @@ def sql_writes(tree: ast.AST) -> list[str]:
     """INSERT or UPDATE on the documents table in ``tree``: SQLAlchemy's ``insert(documents)``,
     ``update(documents)``, ``documents.insert()``, ``documents.update()``, or SQL text."""
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             func, args = node.func, node.args
             named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -198,7 +198,7 @@ def writes_of(tree: ast.AST, table: str) -> list[str]:
     found = []
     pattern = re.compile(rf"\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+\"?{table}\b", re.IGNORECASE)
     verbs = ("insert", "update", "delete")
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             func, args = node.func, node.args
             named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -228,7 +228,7 @@ def test_the_frontier_and_the_redirects_are_written_by_their_owner_alone() -> No
         if path not in (SPLIT_OWNERS["frontier"], *LEDGER_ONLY):
             found += [
                 f"{node.lineno}: {node.func.id}"
-                for node in ast.walk(tree)
+                for node in walk(tree)
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FRONTIER_WRITES
             ]
         if found:
@@ -263,7 +263,7 @@ def test_the_document_table_only_reads() -> None:
 def calls_of(tree: ast.AST, names: Collection[str]) -> list[str]:
     """Calls in ``tree`` of a function or method named one of ``names``, as "line: name"."""
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -357,7 +357,7 @@ SQL_CALLS = {"execute", "exec_driver_sql", "executemany"}
 def sql_of(tree: ast.AST) -> list[str]:
     """SQLAlchemy imported, or a statement run, in ``tree``, as "line: what"."""
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             found += [f"{node.lineno}: import {alias.name}" for alias in node.names if alias.name.split(".")[0] == "sqlalchemy"]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlalchemy" and not node.level:
@@ -401,7 +401,7 @@ def frontier_additions(tree: ast.AST) -> list[str]:
     """Calls of a frontier's ``add`` (on ``frontier``, ``....frontier``, ``*_frontier``) and
     frontiers made (``Frontier(...)``) in ``tree``, as "line: what"."""
     found = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func

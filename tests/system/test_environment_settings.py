@@ -16,7 +16,7 @@ import searchcrawl.settings as project_settings
 from searchcrawl.system import secrets
 from searchcrawl.system.environment_settings import from_environment, ignored_variables, ignored_warning, setting_names
 from tests.conftest import ROOT, run_scrapy
-from tests.syntax_trees import package_modules, tree_of
+from tests.syntax_trees import package_modules, tree_of, walk
 
 DEFAULTS = vars(project_settings)
 # the settings the issue found ignored when set in the environment
@@ -98,7 +98,7 @@ def test_a_setting_that_is_not_text_is_read_with_a_typed_getter() -> None:
     found = []
     for path in package_modules():
         tree = tree_of(path)
-        for node in ast.walk(tree):
+        for node in walk(tree):
             name = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
                 name = node.args[0].value if isinstance(node.args[0], ast.Constant) else None

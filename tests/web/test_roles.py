@@ -11,7 +11,7 @@ import pytest
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.web.roles import AdminUser, Permission, Role, RoleError, RoleMap, may, principal_list
 from tests.conftest import ROOT
-from tests.syntax_trees import tree_of
+from tests.syntax_trees import tree_of, walk
 
 
 def test_each_role_grants_its_permissions() -> None:
@@ -61,10 +61,10 @@ def test_every_gate_asks_for_a_permission_by_name() -> None:
     web = ROOT / "searchcrawl" / "web"
     for path in sorted(web.rglob("*.py")):
         tree = tree_of(path)
-        for function in ast.walk(tree):
+        for function in walk(tree):
             if not isinstance(function, ast.AsyncFunctionDef | ast.FunctionDef):
                 continue
-            for node in ast.walk(function):
+            for node in walk(function):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "admin_gate":
                     given = {keyword.arg: keyword.value for keyword in node.keywords}
                     assert "permission" in given, f"{path.relative_to(web)}:{node.lineno}"

@@ -4,6 +4,7 @@ are in tests/e2e/test_saml_sign_on.py."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import zlib
 
@@ -11,6 +12,7 @@ import pytest
 
 from searchcrawl.web.sign_on.providers import SignOnError
 from searchcrawl.web.sign_on.saml import plain_response, weak_algorithm
+from tests.syntax_trees import PACKAGE, tree_of
 
 DSIG = "http://www.w3.org/2000/09/xmldsig#"
 
@@ -53,3 +55,14 @@ def test_an_answer_with_a_dtd_or_no_xml_is_refused_before_pysaml2_reads_it() -> 
     for sent in (entities, b"not xml <"):
         with pytest.raises(SignOnError, match="no XML"):
             plain_response(base64.b64encode(sent).decode())
+
+
+def test_pysaml2_is_imported_where_a_sign_in_needs_it_not_with_the_module() -> None:
+    """Every process that imports the web application imports this module; pysaml2 costs half a
+    second of CPU to import, and is needed only once SAML is configured and used."""
+    tree = tree_of(PACKAGE / "web" / "sign_on" / "saml.py")
+    at_import = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    named = [alias.name for node in at_import for alias in node.names] + [
+        node.module for node in at_import if isinstance(node, ast.ImportFrom) and node.module
+    ]
+    assert "requests" in named and not [name for name in named if name.split(".")[0] == "saml2"]

@@ -13,7 +13,7 @@ import ast
 import re
 from pathlib import Path
 
-from tests.syntax_trees import PACKAGE, tree_of
+from tests.syntax_trees import PACKAGE, tree_of, walk
 
 WEB = PACKAGE / "web"
 # the views of each audience
@@ -58,7 +58,7 @@ def modules() -> list[str]:
 
 
 def functions(node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
-    return [child for child in ast.walk(node) if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    return [child for child in walk(node) if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
 
 
 def takes_a_request(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
@@ -68,7 +68,7 @@ def takes_a_request(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambd
 def web_imports(node: ast.AST) -> list[tuple[str, list[str]]]:
     """(web module imported, the names taken from it) for every import of a searchcrawl.web module."""
     found = []
-    for child in ast.walk(node):
+    for child in walk(node):
         if isinstance(child, ast.ImportFrom) and child.module in PACKAGES:
             found += [(alias.name, []) for alias in child.names]
         elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith("searchcrawl.web."):
@@ -115,7 +115,7 @@ def test_app_holds_the_route_table_and_the_middlewares_and_no_view() -> None:
             methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
             assert methods == {"__init__", "__call__"}, f"app.py's {node.name} is not a middleware"
     endpoints = []  # route(path, view, methods) in the table, partial(view, ctx) beside it
-    for call in ast.walk(app):
+    for call in walk(app):
         if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "route":
             endpoints.append(call.args[1])
         elif isinstance(call, ast.Call) and getattr(call.func, "id", "") == "partial" and not isinstance(call.args[0], ast.Name):
@@ -131,7 +131,7 @@ def test_the_views_are_handed_the_context_and_never_look_it_up() -> None:
     table), never finds it on the application, a global or the request."""
     for name in modules():
         module = tree(name)
-        for node in ast.walk(module):
+        for node in walk(module):
             if isinstance(node, ast.Attribute) and node.attr == "app" and ast.unparse(node.value) == "request":
                 raise AssertionError(f"{name}.py finds the application from {ast.unparse(node)}")
             if isinstance(node, ast.Attribute) and node.attr == "state" and ast.unparse(node.value) == "app":
@@ -159,7 +159,7 @@ def test_no_view_module_reaches_into_another() -> None:
 def test_no_class_of_web_is_a_container_of_everything() -> None:
     large = {}
     for name in modules():
-        for node in ast.walk(tree(name)):
+        for node in walk(tree(name)):
             if isinstance(node, ast.ClassDef):
                 count = sum(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) for item in node.body)
                 if count > MAX_METHODS:

@@ -17,12 +17,14 @@ and starts the server. What tests may rely on:
 - ``api(method, path, user=CRAWLER, **json)``: the REST API as a user (an administrator's key
   switching to them: ``X-Redmine-Switch-User``); ``issue(project, subject, ...)``, ``comment``,
   ``attach``, ``update``, ``delete``: change the issues;
-- ``runner(ruby)``: Ruby run in the instance (a role's rights changed, say);
+- ``runner(ruby)``: Ruby run in the instance (a role's rights changed, say), by one ``rails runner``
+  that stays up beside the server: Rails booted once, not once a script (some 5 s of CPU each);
 - ``can_read(user, issue_id)``: Redmine's own answer for that user, the oracle.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -92,6 +94,30 @@ member(finance, people['bob'], watcher)
 project('archive', true, ['wiki'])
 puts crawler.api_key
 """
+# The runner that stays up: each line on its stdin names a script, loaded at the top level as
+# `rails runner` loads one (its own local variables), its output kept; a line of JSON answers it.
+# Jobs (Redmine's mails, deliver_later) run in the runner's own thread: on Rails' async adapter a
+# job's thread read beside the runner's transaction, and SQLite answered the transaction's write
+# "database is locked" at once, without its busy wait (a lock upgrade SQLite will not wait for):
+# the setup failed 1 in 8 under load.
+RUNNER = """
+ActiveJob::Base.queue_adapter = :inline
+answers = STDOUT.dup
+answers.sync = true
+while (script = STDIN.gets)
+  output = StringIO.new
+  $stdout = output
+  begin
+    load(script.chomp)
+    answer = {ok: true, output: output.string}
+  rescue Exception => error
+    answer = {ok: false, output: output.string, error: ([error.class.name + ': ' + error.message] + (error.backtrace || [])).join("\\n")}
+  ensure
+    $stdout = STDOUT
+  end
+  answers.puts(JSON.generate(answer))
+end
+"""
 
 
 class RedmineServer:
@@ -103,6 +129,7 @@ class RedmineServer:
         self.port = 0
         self.key = ""
         self.process: subprocess.Popen[bytes] | None = None
+        self.scripts: subprocess.Popen[str] | None = None  # the runner that stays up (RUNNER)
 
     @property
     def url(self) -> str:
@@ -146,6 +173,9 @@ class RedmineServer:
         return self
 
     def stop(self) -> None:
+        if self.scripts is not None and self.scripts.stdin is not None:
+            self.scripts.stdin.close()  # its loop ends
+        stop(self.scripts)  # type: ignore[arg-type]
         stop(self.process)
         self.link.unlink(missing_ok=True)
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -159,19 +189,28 @@ class RedmineServer:
         )
 
     def runner(self, ruby: str) -> str:
-        """Ruby run in the instance (its output)."""
+        """Ruby run in the instance (its output), by the runner that stays up (RUNNER)."""
+        if self.scripts is None:
+            (self.folder / "tmp" / "runner.rb").write_text(RUNNER)
+            with (self.folder / "runner.log").open("wb") as log:
+                self.scripts = subprocess.Popen(
+                    ["ruby", "bin/rails", "runner", str(self.folder / "tmp" / "runner.rb")],
+                    cwd=PACKAGE, env=self.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                )  # fmt: skip
+        assert self.scripts.stdin is not None and self.scripts.stdout is not None
         script = self.folder / "tmp" / f"runner-{secrets.token_hex(4)}.rb"
-        # jobs (Redmine's mails, deliver_later) run in the runner's own thread: on Rails' async
-        # adapter a job's thread read beside the runner's transaction, and SQLite answered the
-        # transaction's write "database is locked" at once, without its busy wait (a lock upgrade
-        # SQLite will not wait for): the setup failed 1 in 8 under load
-        script.write_text("ActiveJob::Base.queue_adapter = :inline\n" + ruby)
-        done = subprocess.run(
-            ["ruby", "bin/rails", "runner", str(script)], cwd=PACKAGE, env=self.env(), capture_output=True, text=True, timeout=600
-        )
+        script.write_text(ruby)
+        self.scripts.stdin.write(f"{script}\n")
+        self.scripts.stdin.flush()
+        line = self.scripts.stdout.readline()
+        while line and not line.startswith('{"ok":'):  # what Rails itself printed (a warning) is not an answer
+            line = self.scripts.stdout.readline()
+        said = self.folder / "runner.log"
+        assert line, f"the runner gave no answer (exit status {self.scripts.poll()}):\n{said.read_text(errors='replace')[-3000:]}"
+        answer = json.loads(line)
         # the error's first lines (its class and message) and the end of its trace
-        assert done.returncode == 0, done.stderr[:1500] + "\n...\n" + done.stderr[-1500:]
-        return done.stdout
+        assert answer["ok"], answer["error"][:1500] + "\n...\n" + answer["error"][-1500:]
+        return str(answer["output"])
 
     # -- the REST API -----------------------------------------------------------------------
 

@@ -31,17 +31,19 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as defused_tree
-from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
-from saml2.client import Saml2Client
-from saml2.config import SPConfig
 
 from searchcrawl.system.translations import N_
 from searchcrawl.web.sign_on.providers import PendingSignIns, SignedOn, SignOnError, check_user, group_names, new_key
+
+# pysaml2 (and the XML schemas it loads: half a second of CPU) is imported where a sign-in needs it,
+# not by every process that imports the web application (each test worker, `scrapy web` without SAML)
+if TYPE_CHECKING:
+    from saml2.client import Saml2Client
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +180,10 @@ class SamlClient:
 
     def client(self, entity_id: str, acs_url: str) -> Saml2Client:
         """pysaml2's client for this service provider (its entity id and ACS URL)."""
+        from saml2 import BINDING_HTTP_POST
+        from saml2.client import Saml2Client
+        from saml2.config import SPConfig
+
         key = (entity_id, acs_url)
         if key not in self._clients:
             xmlsec = shutil.which("xmlsec1")
@@ -210,6 +216,8 @@ class SamlClient:
 
     def start(self, purpose: str, entity_id: str, acs_url: str, back: str = "", owner: str = "") -> tuple[str, str]:
         """A new sign-in: (its key, for SAML_COOKIE and the RelayState; the IdP's URL to go to)."""
+        from saml2 import BINDING_HTTP_REDIRECT
+
         client = self.client(entity_id, acs_url)
         key = new_key()
         try:
@@ -234,6 +242,8 @@ class SamlClient:
         pending = self.pending.take(key)
         if (pending.entity_id, pending.acs_url) != (entity_id, acs_url):
             raise SignOnError(N_("the IdP's answer came to another service provider than the request"))
+        from saml2 import BINDING_HTTP_POST
+
         client = self.client(entity_id, acs_url)
         try:
             response = client.parse_authn_request_response(
