@@ -70,9 +70,10 @@ def python_path(root: Path) -> str:
     return os.pathsep.join(part for part in (str(root), inherited) if part)
 
 
-def compile_searchcrawl(env: dict[str, str]) -> None:
-    """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured."""
-    package = Path(__file__).resolve().parents[2] / "searchcrawl"
+def compile_searchcrawl(env: dict[str, str], root: Path | None = None) -> None:
+    """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured;
+    those of the checkout at ``root`` (default: this one)."""
+    package = (root or Path(__file__).resolve().parents[2]) / "searchcrawl"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True, capture_output=True)
 
 
