@@ -208,15 +208,17 @@ class ContentRegions:
             drop.extend(match.rule.drop)
         return keep, drop
 
-    def text(self, body: Any, url: str, explain: bool = False) -> RegionText:
+    def text(self, body: Any, url: str, explain: bool = False, prose: bool = True) -> RegionText:
         """``body``'s text by the regions for ``url`` (its whole visible text when nothing is
         dropped or kept: the fast path of most pages without landmarks), and its prose where its
         link lists leave one of their own; ``explain``: with what was kept and dropped and why
-        (``RegionText.decisions``), for `scrapy explain`."""
+        (``RegionText.decisions``), for `scrapy explain`. ``prose`` False: the text alone, the
+        link lists not looked for (the dearest part: a page that is not indexed needs no prose)."""
         keep, drop = self.selectors(url)
         dropped_by: list[str] = []
         dropping: list[Any] = []
-        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks, self.table.link_lists)
+        link_lists_asked = self.table.link_lists and (prose or explain)
+        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks, link_lists_asked)
         link_lists: list[Any] = []
         for name, found in found_dropping:
             if name == LINK_LISTS_FOUND:  # out of the prose alone
