@@ -134,14 +134,15 @@ class AttributesPipeline:
         the checksum over it), text by its regions and the source's field rules' values."""
         settings = self.settings
         ruled = self.field_rules.fields(item.tree, item.url)
-        attributes, regioned = self.html(item)
+        tags = meta_tags(item.tree)  # read once: the attributes' and the source's mapping's
+        attributes, regioned = self.html(item, tags)
         main: str | None = None
         if settings.main_text or settings.checksum_of == "main_text":
             text = main_text(item.tree)
             if text and settings.main_text:
                 attributes["content"] = text
             main = text if settings.checksum_of == "main_text" else None
-        return Extracted(meta_tags(item.tree), attributes, main, regioned, ruled)
+        return Extracted(tags, attributes, main, regioned, ruled)
 
     def attributes_of(self, item: CrawledDocument, extracted: Extracted) -> dict[str, Any]:
         """The source's attribute mapping over the named values found (an agent's too), its field
@@ -204,9 +205,10 @@ class AttributesPipeline:
         fields = {**solr_document(item.source, item.url, attributes, item.headers), "display_url": display_url}
         return ConvertedDocument(fields, basis, display_url, settings.detect_language and not attributes.get("language"))
 
-    def html(self, item: CrawledDocument) -> tuple[dict[str, Any], RegionText | None]:
-        """An HTML page's attributes, its text by the source's regions (read by the spider already,
-        for its soft-error markers, or here), and that text with its prose (None: not read)."""
+    def html(self, item: CrawledDocument, tags: dict[str, str] | None = None) -> tuple[dict[str, Any], RegionText | None]:
+        """An HTML page's attributes (``tags``: its meta tags, read already), its text by the
+        source's regions (read by the spider already, for its soft-error markers, or here), and
+        that text with its prose (None: not read)."""
         url, read = item.url, [item.region_text] if item.region_text is not None else []
 
         def region_text(body: Any) -> str:
@@ -214,7 +216,7 @@ class AttributesPipeline:
                 read.append(self.regions.text(body, url))
             return read[0].text
 
-        attributes = html_attributes(item.tree, item.headers, region_text)
+        attributes = html_attributes(item.tree, item.headers, region_text, tags)
         return attributes, read[0] if read else None
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
