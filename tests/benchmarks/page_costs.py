@@ -38,7 +38,7 @@ from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import PROFILE_RATE, Bench
 from tests.benchmarks.measure import forget_source, markdown_table, write_results
 from tests.benchmarks.real_sites import RealSite
-from tests.benchmarks.stages import LEDGER_RULES, samples_by_stage, scaled_to
+from tests.benchmarks.stages import LEDGER_RULES, WAITING, samples_by_stage, scaled_to
 from tests.benchmarks.synthetic import nginx
 from tests.conftest import ROOT
 
@@ -130,7 +130,7 @@ class Ledger:
 def stage_costs(crawls: list[dict[str, Any]], samples: Counter[str]) -> dict[str, float]:
     """CPU ms per page by stage: the median measured CPU per page split in the samples' shares."""
     median = statistics.median(crawl["cpu_s_per_1000_pages"] for crawl in crawls)
-    return scaled_to(dict(samples), median)
+    return scaled_to({stage: count for stage, count in samples.items() if stage != WAITING}, median)
 
 
 def ratio(new: float, old: float) -> str:

@@ -150,8 +150,12 @@ ACCESS = "access tokens"
 TABLE = "document table writes"
 PUSH = "cache and Solr push"
 PASSAGES = "passages"
+# A thread parked in a wait with a timeout (the SQLite checkpointer's Event.wait, a pool's queue)
+# is sampled by py-spy under load as if busy: no stage's CPU, left out of the shares
+WAITING = "waiting (not CPU)"
 LEDGER_RULES: tuple[Rule, ...] = (
     STAGE_RULES[0],  # imports and the crawl's one-time set-up
+    rule(WAITING, r"^(Condition\.wait|Event\.wait|Queue\.get|Thread\.join) \(threading\.py|^Queue\.get \(queue\.py"),
     rule("scheduler/frontier", FRONTIER),
     rule("scheduler/frontier", r"sqlalchemy/|sqlite3/", within=FRONTIER),
     rule(PASSAGES, r"searchcrawl/semantic/|searchcrawl/crawl/extensions/passage_sync"),

@@ -116,5 +116,7 @@ def test_ledger_stages_name_the_features_a_page_goes_through() -> None:
     assert of(f"{ENGINE};AddressGuardMiddleware.process_request (searchcrawl/crawl/middlewares/address_guard.py:50)") == (
         ledger.FETCH
     )
+    checkpoints = "Checkpointer._run (searchcrawl/store/checkpoints.py:75);Event.wait (threading.py:629)"
+    assert of(f"{checkpoints};Condition.wait (threading.py:331)") == ledger.WAITING
     raw = f"{PROCESS};{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294) 3\n"
     assert samples_by_stage(raw, ledger.LEDGER_RULES) == {ledger.PARSING: 3}  # a stage STAGE_RULES does not name
