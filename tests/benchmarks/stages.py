@@ -164,19 +164,20 @@ LEDGER_RULES: tuple[Rule, ...] = (
     rule(TABLE, r"sqlalchemy/|sqlite3/|alembic/|searchcrawl/store/|searchcrawl/crawl/ledger_writer"),
     rule(SOFT, r"searchcrawl/content/soft_errors|searchcrawl/rules/navigation_pages|not_found_probe"),
     rule(SOFT, r"^(\w+\.)?(page_of|soft_error|kept_out_as_navigation) \(.*searchcrawl/crawl/spider\.py"),
-    rule(CONVERSION, r"searchcrawl/content/convert|searchcrawl/content/regions|searchcrawl/content/nesting|trafilatura/"),
+    rule(CONVERSION, r"searchcrawl/content/convert|searchcrawl/content/regions|trafilatura/"),
+    rule(CONVERSION, r"searchcrawl/content/extract", within=r"searchcrawl/content/regions"),  # its text joined
     rule(LANGUAGE, r"searchcrawl/content/language_detection|searchcrawl/crawl/pipelines/language|py3langid/|langdetect/"),
-    rule(
-        ATTRIBUTES,
-        r"hashlib|searchcrawl/crawl/pipelines/(checksum|attributes|changes)|searchcrawl/content/|searchcrawl/rules/display_urls",
-    ),
     # a page's links: found, then admitted (the rule chain: rewriter, boundary, scope filter)
     rule(
         PARSING,
         r"lxml/|parsel/|html5lib/|w3lib/|cssselect/|scrapy/linkextractors|scrapy/utils/url"
-        r"|searchcrawl/rules/(urls|chain|boundary|filters|url_rewriter)",
+        r"|searchcrawl/rules/(urls|chain|boundary|filters|url_rewriter)|searchcrawl/content/(links|charsets|nesting)",
     ),
     rule(PARSING, r"^\w+\.(?!follow)\w+ \(.*scrapy/http/response/text"),
     rule(PARSING, r"searchcrawl/crawl/spider\.py|searchcrawl/crawl/requests\.py"),
+    rule(
+        ATTRIBUTES,
+        r"hashlib|searchcrawl/crawl/pipelines/(checksum|attributes|changes)|searchcrawl/content/|searchcrawl/rules/display_urls",
+    ),
     rule(FETCH, r"searchcrawl/|scrapy/|twisted/|OpenSSL/|zope/|h2/|hyperlink/"),
 )

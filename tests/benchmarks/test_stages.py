@@ -108,6 +108,9 @@ def test_ledger_stages_name_the_features_a_page_goes_through() -> None:
     assert of(f"{parse};SoftErrors.of_page (searchcrawl/content/soft_errors.py:300)") == ledger.SOFT
     assert of(f"{attributes};ContentRegions.text (searchcrawl/content/regions.py:200)") == ledger.CONVERSION
     assert of(f"{attributes};html_attributes (searchcrawl/content/extract.py:130)") == ledger.ATTRIBUTES
+    regions = f"{attributes};ContentRegions.text (searchcrawl/content/regions.py:200)"
+    assert of(f"{regions};joined_text (searchcrawl/content/extract.py:121)") == ledger.CONVERSION
+    assert of(f"{parse};DocumentLinks.of (searchcrawl/content/links.py:130)") == ledger.PARSING
     assert of(f"{SCRAPER};text_digest (searchcrawl/semantic/passage_index.py:95)") == ledger.PASSAGES
     assert of(f"{parse};DocumentAccess.of (searchcrawl/access/decision.py:40)") == ledger.ACCESS
     assert of(f"{SCRAPER};Indexer.add (searchcrawl/index/indexer.py:60)") == ledger.PUSH
