@@ -2,9 +2,10 @@
 commit, measured in one run, so that a feature that made every page dearer shows as a ratio with
 its stage.
 
-    .venv/bin/python -m tests.benchmarks.page_costs --old 4750b3c [--sites nutch,sphinx] [--rounds 2] [--out DIR]
+    .venv/bin/python -m tests.benchmarks.page_costs --old 4750b3c [--new HEAD] [--sites nutch,sphinx] [--rounds 2] [--out DIR]
 
-The older commit's tree is exported (``git archive``) into the work folder and its crawler runs
+The older commit's tree (and the newer one's, with --new; else this checkout as it is) is
+exported (``git archive``) into the work folder and its crawler runs
 with the same interpreter and packages as this checkout's; both crawl the same built site (the
 shared corpora's, tests/benchmarks/real_sites.py) served by the same nginx into the same dev Solr,
 each crawl a first crawl from an empty data folder of its own, one process. Each round crawls with
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,12 +45,11 @@ from tests.benchmarks.synthetic import nginx
 from tests.conftest import ROOT
 
 OLD = "4750b3c"  # issue 102's older commit: three turns before it, 6.9-7.8 s of CPU for the Nutch site
-HEAD = "HEAD"
 
 
 @dataclass(frozen=True)
 class Code:
-    name: str  # "old" or "head": a source name's suffix, a column's title
+    name: str  # "old" or "new": a source name's suffix, a column's title
     commit: str
     root: Path
 
@@ -180,6 +181,11 @@ def markdown(report: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old", default=OLD, help=f"the older commit (default {OLD})")
+    parser.add_argument(
+        "--new",
+        default="",
+        help="the newer commit, exported as the older one (default: this checkout as it is, uncommitted changes too)",
+    )
     parser.add_argument("--sites", default="nutch,sphinx", help="the real sites crawled (default nutch,sphinx)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, each a measured and a profiled crawl of both codes")
     parser.add_argument("--out", default="", help="folder for results.json and results.md")
@@ -190,7 +196,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-ledger-"))
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
-    codes = [Code("old", commit_of(args.old), export(args.old, work / "old-tree")), Code("head", commit_of(HEAD), ROOT)]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the crawl, nginx and Solr stop too
+    new = Code("new", commit_of(args.new), export(args.new, work / "new-tree")) if args.new else Code("new", "checkout", ROOT)
+    codes = [Code("old", commit_of(args.old), export(args.old, work / "old-tree")), new]
     report: dict[str, Any] = {
         "codes": {code.name: code.commit for code in codes},
         "names": [code.name for code in codes],
