@@ -77,10 +77,8 @@ _LANDMARKS = etree.XPath(LANDMARKS)
 _LINK_LISTS = etree.XPath(LINK_LISTS)
 LINK_LISTS_FOUND = "link lists"  # what found them (``ContentRegions._found``)
 LINK_LIST_REASON = "link list <"  # a decision's reason: ``link list <ul>``
-_MARKED = {
-    EXCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]"),
-    INCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{INCLUDE_ATTRIBUTE}]"),
-}
+# both marks in one pass over the page (each element's attributes looked at once, issue 102)
+_MARKED = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE} or @{INCLUDE_ATTRIBUTE}]")
 _TEXT_NODES = etree.XPath("descendant-or-self::text()[not(parent::script or parent::style)]", smart_strings=False)
 
 
@@ -218,7 +216,8 @@ class ContentRegions:
         dropped_by: list[str] = []
         dropping: list[Any] = []
         link_lists_asked = self.table.link_lists and (prose or explain)
-        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks, link_lists_asked)
+        marked = _MARKED(body)
+        found_dropping = self._found(body, drop, marked, EXCLUDE_ATTRIBUTE, self.table.landmarks, link_lists_asked)
         link_lists: list[Any] = []
         for name, found in found_dropping:
             if name == LINK_LISTS_FOUND:  # out of the prose alone
@@ -228,7 +227,7 @@ class ContentRegions:
             dropped_by.append(name)
         kept_by: list[str] = []
         keeping: list[Any] = []
-        found_keeping = self._found(body, keep, INCLUDE_ATTRIBUTE, False)
+        found_keeping = self._found(body, keep, marked, INCLUDE_ATTRIBUTE, False)
         for name, found in found_keeping:
             keeping.extend(found)
             kept_by.append(name)
@@ -251,10 +250,12 @@ class ContentRegions:
 
     @staticmethod
     def _found(
-        body: Any, selectors: Sequence[str], attribute: str, landmarks: bool, link_lists: bool = False
+        body: Any, selectors: Sequence[str], marked: list[Any], attribute: str, landmarks: bool, link_lists: bool = False
     ) -> list[tuple[str, list[Any]]]:
-        asked = [(selector, compiled(selector)) for selector in selectors]
-        asked.append((f"[{attribute}]", _MARKED[attribute]))
+        """What each selector finds, then the elements of ``marked`` with ``attribute``, the
+        landmarks and link lists (when asked): (what found them, the elements), those that found any."""
+        asked: list[tuple[str, Any]] = [(selector, compiled(selector)) for selector in selectors]
+        asked.append((f"[{attribute}]", lambda _body: [element for element in marked if element.get(attribute) is not None]))
         if landmarks:
             asked.append(("landmarks", _LANDMARKS))
         if link_lists:
