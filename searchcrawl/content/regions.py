@@ -232,13 +232,13 @@ class ContentRegions:
             keeping.extend(found)
             kept_by.append(name)
         roots = _outermost(keeping) or [body]
-        prose = _text_without(body, roots, [*dropping, *link_lists]) if link_lists else None
+        without_lists = _text_without(body, roots, [*dropping, *link_lists]) if link_lists else None
         if not dropping and not keeping:
             text = visible_text(body)
-            found_text = RegionText(text, _prose(prose, text))
+            found_text = RegionText(text, _prose(without_lists, text))
         else:
             text = _text_without(body, roots, dropping)
-            found_text = RegionText(text, _prose(prose, text), tuple(kept_by), tuple(dropped_by))
+            found_text = RegionText(text, _prose(without_lists, text), tuple(kept_by), tuple(dropped_by))
             if not text:
                 found_text = RegionText(visible_text(body), None, tuple(kept_by), tuple(dropped_by), whole=True)
         if not explain:
