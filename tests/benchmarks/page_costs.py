@@ -134,6 +134,13 @@ def stage_costs(crawls: list[dict[str, Any]], samples: Counter[str]) -> dict[str
     return scaled_to({stage: count for stage, count in samples.items() if stage != WAITING}, median)
 
 
+def round_ratios(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[float]:
+    """The newer code's CPU per page over the older's, round by round: crawls next to each other
+    in time, where the medians of each code's crawls drift with the machine's load (the order
+    alternates, so in a run whose load falls one code's median comes from a later round)."""
+    return [each["cpu_s_per_1000_pages"] / other["cpu_s_per_1000_pages"] for other, each in zip(old, new, strict=True)]
+
+
 def ratio(new: float, old: float) -> str:
     return f"{new / old:.2f}" if old else "n/a"
 
@@ -165,6 +172,11 @@ def markdown(report: dict[str, Any]) -> str:
                 ["stage", f"{old} ({site['codes'][old]})", f"{new} ({site['codes'][new]})", f"{new}/{old}"],
                 rows,
             )
+        )
+        pairs = round_ratios(site["crawls"][old], site["crawls"][new])
+        lines.append(
+            f"- {new}/{old} within each round (the two codes' crawls next to each other): "
+            f"{', '.join(f'{each:.2f}' for each in pairs)} (median {statistics.median(pairs):.2f})"
         )
         for name in (old, new):
             crawls = site["crawls"][name]
