@@ -128,10 +128,13 @@ def body_of(root: Any) -> Any:
     return body if body is not None else root
 
 
-def html_attributes(root: Any, headers: Mapping[str, str], text: Callable[[Any], str] = visible_text) -> dict[str, Any]:
+def html_attributes(
+    root: Any, headers: Mapping[str, str], text: Callable[[Any], str] = visible_text, tags: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Search attributes of an HTML page, from its parsed tree (lxml) and its response headers;
-    ``text`` reads the body's text (a source's content regions: content/regions.py)."""
-    tags = meta_tags(root)
+    ``text`` reads the body's text (a source's content regions: content/regions.py); ``tags``:
+    the page's ``meta_tags`` when the caller has read them already."""
+    tags = meta_tags(root) if tags is None else tags
 
     def first(names: tuple[str, ...]) -> str | None:
         for name in names:
@@ -159,15 +162,19 @@ def html_attributes(root: Any, headers: Mapping[str, str], text: Callable[[Any],
     }
 
 
-_HEADINGS = etree.XPath("descendant::*[self::h1 or self::h2 or self::h3]", smart_strings=False)
 MAX_HEADINGS, MAX_HEADING_CHARS = 200, 200
+HEADINGS = ("h1", "h2", "h3")
 
 
 def outline(body: Any) -> list[str]:
     """The page's headings (h1-h3, in order, at most MAX_HEADINGS of MAX_HEADING_CHARS each):
     where its passages begin (semantic/passages.py), stored with the document, never searched."""
     headings: list[str] = []
-    for element in _HEADINGS(body):
+    # lxml's iteration by tag, in the page's order (an XPath testing every element's name cost
+    # twice as much, issue 102); the body itself is no heading of its own
+    for element in body.iter(*HEADINGS):
+        if element is body:
+            continue
         heading = visible_text(element)[:MAX_HEADING_CHARS]
         if heading:
             headings.append(heading)

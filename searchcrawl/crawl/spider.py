@@ -448,7 +448,10 @@ class SourceSpider(Spider):
             logger.debug("Not indexed (%s): %s", reason, response.url)
             return
         response = self.readable(response)
-        page = self.page_of(response)
+        # the page's prose (content/regions.py) only where its document may be indexed: a
+        # navigation page's text is read for the soft-error markers alone (issue 102)
+        indexable = indexed and navigation_pattern(response.url, self.source.settings.navigation_pages) is None
+        page = self.page_of(response, prose=indexable)
         soft = self.soft_error(page, response.meta)
         if soft is not None:
             self.report_soft_error(response, soft, depth, record["via"])
@@ -460,7 +463,13 @@ class SourceSpider(Spider):
                 if not indexed:  # result-filtered: links only
                     continue
                 fetched = output.fetched
-                if page is not None and page.text_read and fetched.tree is page.root and isinstance(page.read, RegionText):
+                if (
+                    indexable
+                    and page is not None
+                    and page.text_read
+                    and fetched.tree is page.root
+                    and isinstance(page.read, RegionText)
+                ):
                     output.fetched = replace(fetched, region_text=page.read)  # read once: the attributes pipeline takes it
                 output.record, output.note = {**record, **output.record}, truncated
                 if output.access is None and output.access_error is None:
@@ -470,14 +479,15 @@ class SourceSpider(Spider):
             # a custom parse_document chose not to index the page: that is its outcome
             self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth, **record)
 
-    def page_of(self, response: Response) -> Page | None:
+    def page_of(self, response: Response, prose: bool = False) -> Page | None:
         """What the soft-error markers read of an HTML response (None: not HTML); its text, the
-        source's content regions', read only when a marker asks for it."""
+        source's content regions', read only when a marker asks for it, with its prose when asked
+        (``prose``: a page whose document the attributes pipeline then takes, text read once)."""
         if not isinstance(response, HtmlResponse):
             return None
         root, url = response.selector.root, response.url
         headers = {name.decode("latin-1"): [v.decode("latin-1") for v in values] for name, values in response.headers.items()}
-        return Page(url, headers, root, lambda: self.regions.text(body_of(root), url))
+        return Page(url, headers, root, lambda: self.regions.text(body_of(root), url, prose=prose))
 
     def soft_error(self, page: Page | None, meta: Mapping[str, Any]) -> SoftError | None:
         """Whether the page is not the page: a login page, a challenge, a maintenance or not-found

@@ -28,6 +28,7 @@ port of the same machine is the source's to crawl.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,9 +49,12 @@ SAFE_SCHEMES = frozenset({"http", "https"})
 _CARRIES_IPV4 = tuple(ipaddress.IPv6Network(prefix) for prefix in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48"))
 
 
+@functools.lru_cache(maxsize=1024)
 def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The IP address ``host`` is a literal of (brackets, zone ids and the IPv6 forms that carry
-    an IPv4 address unwrapped), or None for a name."""
+    an IPv4 address unwrapped), or None for a name. Remembered: every request asks it of its host
+    several times (the own services, the policy, each address), and a crawl has few hosts
+    (issue 102); a name is an exception raised in ``ipaddress`` each time otherwise."""
     ip = literal_ip(host)
     if isinstance(ip, ipaddress.IPv6Address):
         # the IPv4 address an IPv6 form carries: mapped (::ffff:127.0.0.1), 6to4 (2002:7f00:1::,

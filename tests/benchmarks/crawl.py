@@ -121,7 +121,9 @@ class Bench:
         site: SyntheticSite | RealSite,
         solr_pid: int | None = None,
         settings: tuple[str, ...] = (),
+        root: Path = ROOT,
     ) -> None:
+        self.root = root  # the checkout whose crawler runs (page_costs.py: an older commit's too)
         self.label, self.work, self.solr_url, self.server, self.site = label, work, solr_url, server, site
         self.pages = site.pages
         self.solr_pid = solr_pid  # known when the benchmark started the Solr itself
@@ -139,11 +141,11 @@ class Bench:
             SEARCHCRAWL_SOURCES_DIR=str(self.sources),
             SEARCHCRAWL_DATA_DIR=str(work / "data"),
             SOLR_URL=solr_url,
-            PYTHONPATH=python_path(ROOT),
+            PYTHONPATH=python_path(root),
             SEARCHCRAWL_DB_URL="",
         )
         self.env = as_installed(env)  # every phase from compiled modules
-        compile_searchcrawl(self.env)
+        compile_searchcrawl(self.env, root)
 
     def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         since, before = time.time(), solr_updates(self.solr_url)
@@ -226,29 +228,30 @@ class Bench:
         """A crawl phase as measured, its ``solr_updates`` Solr's, anchor fields set in place among them."""
         if label == "b":  # a first crawl: Solr holds nothing of the source either
             forget_source(self.solr_url, self.source)
-        return self.measure(label, self.crawl_command, ROOT, self.env)
+        return self.measure(label, self.crawl_command, self.root, self.env)
 
     def processes(self, count: int) -> dict[str, Any]:
         """Phase n: the full pipeline again, from an empty data folder, as one crawl of ``count``
         local processes (source key ``processes``; the SQLite document table shared)."""
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "processes-data"))
         forget_source(self.solr_url, self.source)
-        result = self.measure("n", [*self.crawl_command, "-s", f"SEARCHCRAWL_PROCESSES={count}"], ROOT, env)
+        result = self.measure("n", [*self.crawl_command, "-s", f"SEARCHCRAWL_PROCESSES={count}"], self.root, env)
         # Solr's count as it is, anchor fields set in place among them: a run's counters are its
         # ending process's (store/runs.py Runs.end), which did not set the other one's
         result["processes"] = count
         return result
 
-    def profile(self) -> dict[str, Any]:
-        """Phase p: the full pipeline again, from an empty data folder, under py-spy."""
-        stacks = self.work / "stacks.txt"
+    def profile(self, data: Path | None = None, stacks: Path | None = None) -> dict[str, Any]:
+        """Phase p: the full pipeline again, from an empty data folder (``data``, default
+        profile-data), under py-spy, whose stacks are written to ``stacks`` (default stacks.txt)."""
+        stacks = stacks or self.work / "stacks.txt"
         spy = Path(sys.executable).with_name("py-spy")
         if not spy.exists():
             raise SystemExit(f"{spy} is missing: pip install py-spy (the bench extra)")
-        env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "profile-data"))
+        env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(data or self.work / "profile-data"))
         forget_source(self.solr_url, self.source)
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
-        result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
+        result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], self.root, env)
         result = apart_from_anchors(result, self.anchors(env))
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
         result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = result["cores_busy"] = None

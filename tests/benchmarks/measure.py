@@ -74,9 +74,10 @@ def python_path(root: Path) -> str:
     return os.pathsep.join(part for part in (str(root), inherited) if part)
 
 
-def compile_searchcrawl(env: dict[str, str]) -> None:
-    """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured."""
-    package = Path(__file__).resolve().parents[2] / "searchcrawl"
+def compile_searchcrawl(env: dict[str, str], root: Path | None = None) -> None:
+    """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured;
+    those of the checkout at ``root`` (default: this one)."""
+    package = (root or Path(__file__).resolve().parents[2]) / "searchcrawl"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True, capture_output=True)
 
 
@@ -100,7 +101,7 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
                         for child in children_of(process.pid):  # the runner waits for its child and reports its rusage
                             os.kill(child, signal.SIGINT)
         except BaseException:  # the benchmark itself stopped (Ctrl-C, SIGTERM): so does what it measured
-            for child in children_of(process.pid):
+            for child in descendants_of(process.pid):  # a profiler's crawl too, below py-spy
                 os.kill(child, signal.SIGKILL)
             process.kill()
             raise
@@ -111,6 +112,17 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
         raise SystemExit(f"{' '.join(args[:4])} failed:\n{stderr[-4000:]}")
     cpu, rss_kb = json.loads(stdout.strip().splitlines()[-1])
     return Measured(seconds, cpu, rss_kb * 1024, interrupted)
+
+
+def descendants_of(pid: int) -> list[int]:
+    """The children of ``pid``, theirs, and so on (outermost first)."""
+    found: list[int] = []
+    pending = children_of(pid)
+    while pending:
+        child = pending.pop(0)
+        found.append(child)
+        pending += children_of(child)
+    return found
 
 
 def children_of(pid: int) -> list[int]:

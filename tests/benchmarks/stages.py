@@ -106,7 +106,8 @@ def samples_by_stage(text: str, rules: Iterable[Rule] = STAGE_RULES) -> dict[str
     rules = tuple(rules)
     for stack, samples in read_raw(text):
         counts[stage_of(frames_of(stack), rules)] += samples
-    return {stage: counts[stage] for stage in STAGES if counts[stage]}
+    stages = dict.fromkeys([each.stage for each in rules] + [OTHER])
+    return {stage: counts[stage] for stage in stages if counts[stage]}
 
 
 def ms_per_page(samples: dict[str, int], rate: int, pages: int) -> dict[str, float]:
@@ -134,3 +135,49 @@ def scaled_to(samples: dict[str, int], cpu_ms_per_page: float) -> dict[str, floa
 def profile_file(path: Path, rate: int, pages: int) -> dict[str, Any]:
     samples = samples_by_stage(path.read_text(encoding="utf-8", errors="replace"))
     return {"rate": rate, "pages": pages, "samples": samples, "sampled_ms_per_page": ms_per_page(samples, rate, pages)}
+
+
+# The per-page cost ledger's stages (issue 102, tests/benchmarks/page_costs.py): the features a
+# page goes through, named so that a regression between two commits shows with its stage. Module
+# paths of both layouts (the older commit's index/indexer.py, the newer index/push.py) are named.
+FETCH = "fetch and middlewares"
+PARSING = "parsing and link extraction"
+SOFT = "soft errors and navigation pages"
+CONVERSION = "conversion and regions"
+ATTRIBUTES = "attributes and checksums"
+LANGUAGE = "language detection"
+ACCESS = "access tokens"
+TABLE = "document table writes"
+PUSH = "cache and Solr push"
+PASSAGES = "passages"
+# A thread parked in a wait with a timeout (the SQLite checkpointer's Event.wait, a pool's queue)
+# is sampled by py-spy under load as if busy: no stage's CPU, left out of the shares
+WAITING = "waiting (not CPU)"
+LEDGER_RULES: tuple[Rule, ...] = (
+    STAGE_RULES[0],  # imports and the crawl's one-time set-up
+    rule(WAITING, r"^(Condition\.wait|Event\.wait|Queue\.get|Thread\.join) \(threading\.py|^Queue\.get \(queue\.py"),
+    rule("scheduler/frontier", FRONTIER),
+    rule("scheduler/frontier", r"sqlalchemy/|sqlite3/", within=FRONTIER),
+    rule(PASSAGES, r"searchcrawl/semantic/|searchcrawl/crawl/extensions/passage_sync"),
+    rule(ACCESS, r"searchcrawl/access/|searchcrawl/crawl/pipelines/access"),
+    rule(PUSH, SOLR_PUSH + "|" + CACHE + r"|searchcrawl/index/indexer|requests/|urllib3/"),
+    rule(TABLE, r"sqlalchemy/|sqlite3/|alembic/|searchcrawl/store/|searchcrawl/crawl/ledger_writer"),
+    rule(SOFT, r"searchcrawl/content/soft_errors|searchcrawl/rules/navigation_pages|not_found_probe"),
+    rule(SOFT, r"^(\w+\.)?(page_of|soft_error|kept_out_as_navigation) \(.*searchcrawl/crawl/spider\.py"),
+    rule(CONVERSION, r"searchcrawl/content/convert|searchcrawl/content/regions|trafilatura/"),
+    rule(CONVERSION, r"searchcrawl/content/extract", within=r"searchcrawl/content/regions"),  # its text joined
+    rule(LANGUAGE, r"searchcrawl/content/language_detection|searchcrawl/crawl/pipelines/language|py3langid/|langdetect/"),
+    # a page's links: found, then admitted (the rule chain: rewriter, boundary, scope filter)
+    rule(
+        PARSING,
+        r"lxml/|parsel/|html5lib/|w3lib/|cssselect/|scrapy/linkextractors|scrapy/utils/url"
+        r"|searchcrawl/rules/(urls|chain|boundary|filters|url_rewriter)|searchcrawl/content/(links|charsets|nesting)",
+    ),
+    rule(PARSING, r"^\w+\.(?!follow)\w+ \(.*scrapy/http/response/text"),
+    rule(PARSING, r"searchcrawl/crawl/spider\.py|searchcrawl/crawl/requests\.py"),
+    rule(
+        ATTRIBUTES,
+        r"hashlib|searchcrawl/crawl/pipelines/(checksum|attributes|changes)|searchcrawl/content/|searchcrawl/rules/display_urls",
+    ),
+    rule(FETCH, r"searchcrawl/|scrapy/|twisted/|OpenSSL/|zope/|h2/|hyperlink/"),
+)

@@ -88,3 +88,38 @@ def test_measured_cpu_split_in_the_samples_shares() -> None:
         "total": 10.0,
         "total without startup": 9.0,
     }
+
+
+def test_ledger_stages_name_the_features_a_page_goes_through() -> None:
+    """The per-page cost ledger's rules (issue 102): each feature's module is its stage, in the
+    older layout (index/indexer.py) as in the newer."""
+    from tests.benchmarks import stages as ledger
+
+    def of(stack: str) -> str:
+        return stage_of(frames_of(f"{PROCESS};{stack}"), ledger.LEDGER_RULES)
+
+    parse = f"{SCRAPER};SourceSpider.parse (searchcrawl/crawl/spider.py:190)"
+    attributes = f"{SCRAPER};AttributesPipeline.process_item (searchcrawl/crawl/pipelines/attributes.py:90)"
+    assert of(f"{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294)") == ledger.PARSING
+    assert of(f"{parse};Admission.link (searchcrawl/crawl/requests.py:120);RuleChain.admit (searchcrawl/rules/chain.py:80)") == (
+        ledger.PARSING
+    )
+    assert of(f"{parse};SourceSpider.page_of (searchcrawl/crawl/spider.py:475)") == ledger.SOFT
+    assert of(f"{parse};SoftErrors.of_page (searchcrawl/content/soft_errors.py:300)") == ledger.SOFT
+    assert of(f"{attributes};ContentRegions.text (searchcrawl/content/regions.py:200)") == ledger.CONVERSION
+    assert of(f"{attributes};html_attributes (searchcrawl/content/extract.py:130)") == ledger.ATTRIBUTES
+    regions = f"{attributes};ContentRegions.text (searchcrawl/content/regions.py:200)"
+    assert of(f"{regions};joined_text (searchcrawl/content/extract.py:121)") == ledger.CONVERSION
+    assert of(f"{parse};DocumentLinks.of (searchcrawl/content/links.py:130)") == ledger.PARSING
+    assert of(f"{SCRAPER};text_digest (searchcrawl/semantic/passage_index.py:95)") == ledger.PASSAGES
+    assert of(f"{parse};DocumentAccess.of (searchcrawl/access/decision.py:40)") == ledger.ACCESS
+    assert of(f"{SCRAPER};Indexer.add (searchcrawl/index/indexer.py:60)") == ledger.PUSH
+    assert of(f"{SCRAPER};LedgerWriter.flush (searchcrawl/crawl/ledger_writer.py:90)") == ledger.TABLE
+    assert of(f"{SCRAPER};LanguagePipeline.process_item (searchcrawl/crawl/pipelines/language.py:20)") == ledger.LANGUAGE
+    assert of(f"{ENGINE};AddressGuardMiddleware.process_request (searchcrawl/crawl/middlewares/address_guard.py:50)") == (
+        ledger.FETCH
+    )
+    checkpoints = "Checkpointer._run (searchcrawl/store/checkpoints.py:75);Event.wait (threading.py:629)"
+    assert of(f"{checkpoints};Condition.wait (threading.py:331)") == ledger.WAITING
+    raw = f"{PROCESS};{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294) 3\n"
+    assert samples_by_stage(raw, ledger.LEDGER_RULES) == {ledger.PARSING: 3}  # a stage STAGE_RULES does not name

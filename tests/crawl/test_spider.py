@@ -19,9 +19,11 @@ from twisted.internet.error import DNSLookupError, TCPTimedOutError
 from twisted.python.failure import Failure
 
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.content.regions import ContentRegions
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
+from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.requests import admission_of, admitted
 from searchcrawl.crawl.signals import url_outcome
@@ -232,6 +234,29 @@ def test_a_navigation_page_is_kept_out_with_its_links_followed_and_a_copy_too(cr
     ]
     everything = spider_of(crawler_of(SOURCE + "navigation_pages = []\n"))
     assert len(split(list(everything.parse(html("http://h.test/api/class-use/Injector.html"))))[0]) == 1
+
+
+def test_a_pages_regions_are_read_once_and_a_navigation_pages_without_its_prose(crawler_of, monkeypatch) -> None:
+    """Issue 102: the soft-error markers read every page's text by its regions, which the attributes
+    pipeline takes (read once); a navigation page's document is not indexed, so its link lists
+    (the dearest part of the regions, what the prose leaves out) are not looked for."""
+    reads: list[tuple[str, bool]] = []
+    text = ContentRegions.text
+
+    def counted(self: ContentRegions, body: Any, url: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append((url, kwargs.get("prose", True)))
+        return text(self, body, url, *args, **kwargs)
+
+    monkeypatch.setattr(ContentRegions, "text", counted)
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    navigation, page = "http://h.test/api/class-use/Injector.html", "http://h.test/guide.html"
+    assert split(list(spider.parse(html(navigation))))[0] == []
+    [document] = split(list(spider.parse(html(page))))[0]
+    assert document.region_text is not None
+    item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(document))
+    assert "Welcome to the home page." in item.converted.fields["content"]
+    assert reads == [(navigation, False), (page, True)]
 
 
 def test_a_navigation_page_keeps_its_validators_and_its_304_keeps_it_out(crawler_of) -> None:

@@ -85,6 +85,22 @@ def test_ipv6_forms_that_carry_an_ipv4_address_are_that_address() -> None:
     assert str(ip_of("2001:db8::7f00:1")) == "2001:db8::7f00:1"
 
 
+def test_a_hosts_address_is_read_once(monkeypatch) -> None:
+    """Issue 102: every request asked ``ip_of`` of its host several times (the own services, the
+    policy, its addresses), each a parse (for a name, an exception in ``ipaddress``): once a host now."""
+    from searchcrawl.rules import addresses
+
+    read: list[str] = []
+    literal_ip = addresses.literal_ip
+    monkeypatch.setattr(addresses, "literal_ip", lambda host: read.append(host) or literal_ip(host))
+    ip_of.cache_clear()
+    for _ in range(3):
+        assert ip_of("10.1.2.3") == ipaddress.ip_address("10.1.2.3") and ip_of("wiki.corp.test") is None
+        assert ip_of("[::ffff:10.1.2.4]") == ipaddress.ip_address("10.1.2.4")
+    assert read == ["10.1.2.3", "wiki.corp.test", "[::ffff:10.1.2.4]"]
+    ip_of.cache_clear()  # the other tests' answers read afresh, not this one's stand-in's
+
+
 def test_a_known_service_read_again_keeps_its_new_addresses() -> None:
     """Hostile review of issue 91 point 1: ``add`` skipped a service it knew, so when a SolrCloud
     node's pod restarted at another address, the new address was thrown away and crawled. A name

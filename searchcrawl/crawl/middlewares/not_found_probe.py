@@ -209,5 +209,5 @@ class NotFoundProbeMiddleware:
             logger.debug("Not-found probe %s: HTTP %d, no soft 404s", url, response.status)
             return None
         root = response.selector.root
-        page = Page(url, {}, root, lambda: self.regions.text(body_of(root), url).text)
+        page = Page(url, {}, root, lambda: self.regions.text(body_of(root), url, prose=False).text)
         return NotFoundPage.of(url, page.title, page.text)

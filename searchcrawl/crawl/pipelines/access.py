@@ -9,7 +9,7 @@ import logging
 from scrapy.crawler import Crawler
 
 from searchcrawl.access.source_rules import DocumentAccess
-from searchcrawl.access.tokens import AccessUnreadable
+from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.stores import source_of
@@ -50,6 +50,20 @@ class AccessPipeline:
                 f"Not indexed (access: {item.access_error}): {item.url}",
             )
         assert item.access is not None
-        if logger.isEnabledFor(logging.DEBUG):  # fields() sorts every level: not for nothing
-            logger.debug("Access of %s: %s", item.url, item.access.fields())
+        logger.debug("Access of %s: %s", item.url, LoggedFields(item.access))
         return item
+
+
+class LoggedFields:
+    """A document's access fields as a log argument, made only when a handler writes the record:
+    Scrapy's root logger passes every level on and its handler drops what is below LOG_LEVEL, so
+    ``isEnabledFor(DEBUG)`` holds in every crawl, and ``fields()`` (which sorts every level) was
+    made for each document twice, here for nothing and in the checksum stage (issue 102)."""
+
+    __slots__ = ("access",)
+
+    def __init__(self, access: Access) -> None:
+        self.access = access
+
+    def __str__(self) -> str:
+        return str(self.access.fields())

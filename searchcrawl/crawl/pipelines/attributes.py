@@ -132,14 +132,15 @@ class AttributesPipeline:
         the checksum over it), text by its regions and the source's field rules' values."""
         settings, tree = self.settings, item.fetched.tree
         ruled = self.field_rules.fields(tree, item.url)
-        attributes, regioned = self.html(item)
+        tags = meta_tags(tree)  # read once: the attributes' and the source's mapping's
+        attributes, regioned = self.html(item, tags)
         main: str | None = None
         if settings.main_text or settings.checksum_of == "main_text":
             text = main_text(tree)
             if text and settings.main_text:
                 attributes["content"] = text
             main = text if settings.checksum_of == "main_text" else None
-        return Extracted(meta_tags(tree), attributes, main, regioned, ruled)
+        return Extracted(tags, attributes, main, regioned, ruled)
 
     def attributes_of(self, item: CrawledDocument, extracted: Extracted) -> dict[str, Any]:
         """The source's attribute mapping over the named values found (an agent's too), its field
@@ -203,9 +204,10 @@ class AttributesPipeline:
         fields = {**solr_document(item.source, item.url, attributes, item.fetched.headers), "display_url": display_url}
         return ConvertedDocument(fields, basis, display_url, settings.detect_language and not attributes.get("language"))
 
-    def html(self, item: CrawledDocument) -> tuple[dict[str, Any], RegionText | None]:
-        """An HTML page's attributes, its text by the source's regions (read by the spider already,
-        for its soft-error markers, or here), and that text with its prose (None: not read)."""
+    def html(self, item: CrawledDocument, tags: dict[str, str] | None = None) -> tuple[dict[str, Any], RegionText | None]:
+        """An HTML page's attributes (``tags``: its meta tags, read already), its text by the
+        source's regions (read by the spider already, for its soft-error markers, or here), and
+        that text with its prose (None: not read)."""
         fetched, url = item.fetched, item.url
         read = [fetched.region_text] if fetched.region_text is not None else []
 
@@ -214,7 +216,7 @@ class AttributesPipeline:
                 read.append(self.regions.text(body, url))
             return read[0].text
 
-        attributes = html_attributes(fetched.tree, fetched.headers, region_text)
+        attributes = html_attributes(fetched.tree, fetched.headers, region_text, tags)
         return attributes, read[0] if read else None
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:

@@ -54,3 +54,24 @@ def test_a_content_not_the_regions_text_has_no_prose(crawler_of) -> None:
     """``main_text`` replaces the content by trafilatura's: the regions' prose is not of it."""
     fields = crawled(crawler_of(SOURCE + "main_text = true\n"), POLICIES)
     assert "prose" not in fields and "has_prose" not in fields
+
+
+def test_a_pages_meta_tags_are_read_once(crawler_of, monkeypatch) -> None:
+    """Issue 102: the attributes stage read a page's meta tags twice (its attributes, then the
+    source's mapping's named values); once now, and both still see them."""
+    from searchcrawl.content import extract
+    from searchcrawl.crawl.pipelines import attributes
+
+    reads: list[object] = []
+    read = extract.meta_tags
+
+    def counted(root: Any) -> dict[str, str]:
+        reads.append(root)
+        return read(root)
+
+    monkeypatch.setattr(extract, "meta_tags", counted)
+    monkeypatch.setattr(attributes, "meta_tags", counted)
+    page = POLICIES.replace("<title>", '<meta name="description" content="The rules."><meta name="team" content="HR"><title>')
+    fields = crawled(crawler_of(SOURCE + '[attributes]\nteam = "team"\n'), page)
+    assert fields["description"] == "The rules." and fields["team_s"] == "HR"
+    assert len(reads) == 1
