@@ -253,7 +253,7 @@ def test_a_pages_regions_are_read_once_and_a_navigation_pages_without_its_prose(
     navigation, page = "http://h.test/api/class-use/Injector.html", "http://h.test/guide.html"
     assert split(list(spider.parse(html(navigation))))[0] == []
     [document] = split(list(spider.parse(html(page))))[0]
-    assert document.region_text is not None
+    assert document.fetched.region_text is not None
     item = asyncio.run(build_from_crawler(AttributesPipeline, crawler).process_item(document))
     assert "Welcome to the home page." in item.converted.fields["content"]
     assert reads == [(navigation, False), (page, True)]
