@@ -15,7 +15,9 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import site
 import sys
+import sysconfig
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -25,6 +27,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "searchcrawl"
 CHECKOUT = str(PACKAGE.parent) + os.sep  # its files: the tests' and searchcrawl's
+# ... but not the libraries installed inside it (deploy/test.sh's .venv lives in the checkout)
+LIBRARIES = tuple(
+    sorted({path + os.sep for path in (*site.getsitepackages(), site.getusersitepackages(), sysconfig.get_path("stdlib"))})
+)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # a function of searchcrawl: its module's path (``searchcrawl/...``) and its qualified name
 Where = tuple[str, str]
@@ -117,7 +123,8 @@ class ParseCount:
 
     def parsed(self, source: object, caller: str) -> None:
         """Count ``source``, the first argument of a call of ``ast.parse`` from the file ``caller``."""
-        if isinstance(source, str | bytes) and (paths := self.by_text.get(source)) is not None and caller.startswith(CHECKOUT):
+        ours = caller.startswith(CHECKOUT) and not caller.startswith(LIBRARIES)
+        if ours and isinstance(source, str | bytes) and (paths := self.by_text.get(source)) is not None:
             self.counts[paths] += 1
 
     def parsed_again(self) -> list[str]:
