@@ -541,6 +541,16 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
+def benchmark_solr(solr_url: str, solr_pid: int | None, work: Path) -> tuple[DevSolr | None, str, int | None]:
+    """The Solr a benchmark crawls into: the one given (``solr_url``, its JVM's ``solr_pid`` for
+    its CPU), else a dev Solr of its own started in ``work`` (returned, to stop at the end)."""
+    if solr_url:
+        return None, solr_url, solr_pid or None
+    solr = DevSolr(work / "solr", free_port(), heap="2g")
+    solr_url = solr.start(timeout=600)
+    return solr, solr_url, solr.status()["pid"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", default="10000", help="N, or several: 1000,10000,100000")
@@ -560,12 +570,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-bench-"))
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
-    solr = None
-    solr_url, solr_pid = args.solr_url, args.solr_pid or None
-    if not solr_url:
-        solr = DevSolr(work / "solr", free_port(), heap="2g")
-        solr_url = solr.start(timeout=600)
-        solr_pid = solr.status()["pid"]
+    solr, solr_url, solr_pid = benchmark_solr(args.solr_url, args.solr_pid, work)
     runs: list[dict[str, Any]] = []
     capacity = None
     try:

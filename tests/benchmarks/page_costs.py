@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.dev.solr_runner import DevSolr, free_port
-from tests.benchmarks.crawl import PROFILE_RATE, Bench
+from tests.benchmarks.crawl import PROFILE_RATE, Bench, benchmark_solr
 from tests.benchmarks.measure import forget_source, markdown_table, write_results
 from tests.benchmarks.real_sites import RealSite
 from tests.benchmarks.stages import LEDGER_RULES, WAITING, samples_by_stage, scaled_to
@@ -219,12 +218,7 @@ def main() -> None:
         "load_before": [round(load, 2) for load in os.getloadavg()],
         "sites": [],
     }
-    solr = None
-    solr_url, solr_pid = args.solr_url, args.solr_pid or None
-    if not solr_url:
-        solr = DevSolr(work / "solr", free_port(), heap="2g")
-        solr_url = solr.start(timeout=600)
-        solr_pid = solr.status()["pid"]
+    solr, solr_url, solr_pid = benchmark_solr(args.solr_url, args.solr_pid, work)
     try:
         for name in args.sites.split(","):
             site = RealSite.unpack(name, work / f"site-{name}")
