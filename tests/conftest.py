@@ -549,10 +549,11 @@ def scrub_environment(environ: MutableMapping[str, str]) -> list[str]:
     return names
 
 
-# At once, as this module is imported: pytest imports the conftest files of the paths it is given
+# At once, as pytest loads this conftest: it imports the conftest files of the paths it is given
 # (tests/crawl/conftest.py, which imports searchcrawl.settings) before any pytest_configure, and
-# the settings module reads the environment once, when imported.
-scrub_environment(os.environ)
+# the settings module reads the environment once, when imported. A plugin of its own, so that a
+# plain import of this module (a crawl loading a test's spider) changes no environment.
+pytest_plugins = ["tests.suite_environment"]
 
 
 def kept_bytecode(environ: MutableMapping[str, str], forbidden: bool, venv: str) -> str | None:

@@ -96,3 +96,14 @@ def test_a_database_exported_in_the_shell_is_never_used(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "1 passed" in result.stdout
     assert list(outer.iterdir()) == []
+
+
+def test_importing_the_conftest_as_a_module_keeps_the_environment(tmp_path) -> None:
+    """A crawl that loads a test's own spider imports tests/conftest.py as a plain module: its
+    environment stays as its test gave it (scrubbed at the conftest's import, a crawl of
+    tests/e2e/test_notifications.py lost its SMTP password's file and mailed nothing)."""
+    code = "import os, tests.conftest; print(os.environ.get('SEARCHCRAWL_SMTP_PASSWORD_FILE'))"
+    env = dict(os.environ, SEARCHCRAWL_SMTP_PASSWORD_FILE=str(tmp_path / "password"), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(tmp_path / "password")
