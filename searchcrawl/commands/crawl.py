@@ -20,13 +20,13 @@ from scrapy.spiders import Spider
 
 from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config.source import SourceError
+from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED
 from searchcrawl.crawl.run import REQUESTED_ENDS, Run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
     RUN_SETTING,
     LocalProcesses,
-    die_with_parent,
     joins_live_runs,
     leave_forked_process,
     processes_of,
@@ -36,6 +36,7 @@ from searchcrawl.ops.local_fleet import (
 from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
 from searchcrawl.system import paths
+from searchcrawl.system.processes import die_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +54,14 @@ class ExitCode(IntEnum):
 LEARNED_BY_EACH = frozenset({"finished", "suspended", "stopped"})
 
 
-def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> ExitCode:
+def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int, model_refused: bool = False) -> ExitCode:
     """What a crawl's process exits with: refused or failed first, since then nothing (or not
-    everything) was crawled; then whether Solr has every document the crawl cached."""
+    everything) was crawled; then whether Solr has every document the crawl cached. A crawl whose
+    passes' process refused its model (``model_refused``: crawl/extensions/passage_sync.py) failed,
+    even when that came after its last page: its setting is wrong."""
     if finish_reason == ALREADY_RUNNING:  # two crawls started at the same moment; the other won
         return ExitCode.ALREADY_RUNNING
-    if not started or finish_reason not in REQUESTED_ENDS:
+    if not started or finish_reason not in REQUESTED_ENDS or model_refused:
         return ExitCode.FAILED
     if not_indexed:
         return ExitCode.NOT_INDEXED
@@ -228,6 +231,7 @@ class Command(ScrapyCrawlCommand):
             started=started,
             finish_reason=self.finish_reason,
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
+            model_refused=bool(crawler.stats.get_value(MODEL_REFUSED)),
         )
 
     def with_others(self, code: int) -> int:

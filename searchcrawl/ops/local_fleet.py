@@ -37,10 +37,8 @@ process's 5.0-5.3 s; forked, 3.5-3.7 s against 4.7-4.9: tests/benchmarks/README.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import signal
 import sys
 from typing import Any
 
@@ -51,7 +49,6 @@ logger = logging.getLogger(__name__)
 PARENT_SETTING = "SEARCHCRAWL_PROCESSES_PARENT"  # set on the processes a crawl forks: its pid
 RUN_SETTING = "SEARCHCRAWL_PROCESSES_RUN"  # and the run they join (never another), read from their pipe
 RUN_LINE_LIMIT = 32  # bytes of the line that gives a process its run
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def usable_cores() -> int:
@@ -127,17 +124,6 @@ def leave_forked_process(code: int) -> None:
         except (OSError, ValueError):  # closed, or its reader gone
             pass
     os._exit(code)
-
-
-def die_with_parent(parent: int) -> bool:
-    """Ask Linux to send this process SIGTERM when its parent dies (a graceful stop: its leases
-    go back to the queue and it leaves the run). False if the parent is already gone."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the process goes on until the run ends
-        logger.debug("Cannot ask to be stopped with process %d (no prctl)", parent)
-    return os.getppid() == parent
 
 
 class LocalProcesses:

@@ -118,6 +118,7 @@ class NamedModel:
     recipe: Recipe
     floor: float | None = None
     digest: str = ""
+    dimension: int = 384  # what its vectors have (checked when it loads: ``checked``)
 
     @property
     def file_name(self) -> str:
@@ -526,12 +527,13 @@ NO_FLOOR = (
 )
 
 
-def embedder_from(text: str, timeout: float = 30, environ: Any = None, threads: int = 0) -> Embedder | None:
-    """The embedder SEARCHCRAWL_EMBEDDINGS names (None: semantic search off, or a named model not
-    installed, said once a process with a WARNING: ``not_installed``), checked: its vectors have
-    the dimension it declares, for which the schema has a field (else ``DimensionMismatch``:
-    refused at start). ``threads``: ONNX Runtime's threads unless the setting's ``?threads=``
-    says (a crawl's passes take 1, beside the crawl: passage_sync.py)."""
+def usable_spec(text: str) -> ModelSpec | None:
+    """What can be told of SEARCHCRAWL_EMBEDDINGS ``text`` without loading its model: None when
+    semantic search is off, or when a named model is not installed (said once a process with a
+    WARNING: ``not_installed``); ``DimensionMismatch`` for a setting that is malformed, or whose
+    model declares a dimension the schema has no field for (a named model's, wordllama's, an
+    embeddings server's ``?dimension=``, whose URL is checked too). A crawl checks this
+    in its own process, and its passes' process loads the model (crawl/extensions/passage_sync.py)."""
     spec = ModelSpec.parse(text)
     if spec is None:
         return None
@@ -540,6 +542,29 @@ def embedder_from(text: str, timeout: float = 30, environ: Any = None, threads: 
         if text not in _said_not_installed:
             _said_not_installed.add(text)
             logger.warning("Semantic search's model %s", missing)
+        return None
+    declared: int | None = None
+    if spec.kind in NAMED_MODELS:
+        declared = NAMED_MODELS[spec.kind].dimension
+    elif spec.kind == "wordllama":
+        declared = WordLlamaEmbedder.dimension
+    elif spec.kind == "openai":
+        declared = _openai(spec).dimension  # made, not asked: its URL and dimension
+    if declared is not None and declared not in SCHEMA_DIMENSIONS:
+        raise DimensionMismatch(
+            f"{spec.kind}: {declared} dimensions, and the schema has vector fields of {SCHEMA_DIMENSIONS} only"
+        )
+    return spec
+
+
+def embedder_from(text: str, timeout: float = 30, environ: Any = None, threads: int = 0) -> Embedder | None:
+    """The embedder SEARCHCRAWL_EMBEDDINGS names (None: semantic search off, or a named model not
+    installed: ``usable_spec``), checked: its vectors have the dimension it declares, for which
+    the schema has a field (else ``DimensionMismatch``: refused at start). ``threads``: ONNX
+    Runtime's threads unless the setting's ``?threads=`` says (a crawl's passes take 1, beside
+    the crawl: passage_sync.py)."""
+    spec = usable_spec(text)
+    if spec is None:
         return None
     embedder: Embedder
     if spec.kind == "wordllama":
@@ -552,17 +577,21 @@ def embedder_from(text: str, timeout: float = 30, environ: Any = None, threads: 
     elif spec.kind in NAMED_MODELS:
         embedder = OnnxEmbedder(model_jar(spec.kind), None, _threads(spec) or threads, spec.recipe)
     else:
-        try:
-            dimension = int(spec.option("dimension"))
-        except ValueError:
-            raise DimensionMismatch("SEARCHCRAWL_EMBEDDINGS: openai:<URL> needs ?model=<name>&dimension=<n>") from None
-        key = secret(API_KEY) if environ is None else secret(API_KEY, environ)
-        embedder = OpenAIEmbedder(spec.location, spec.option("model"), dimension, key, timeout)
+        embedder = _openai(spec, secret(API_KEY) if environ is None else secret(API_KEY, environ), timeout)
     if embedder.dimension not in SCHEMA_DIMENSIONS:
         raise DimensionMismatch(
             f"{embedder.model_id}: {embedder.dimension} dimensions, and the schema has vector fields of {SCHEMA_DIMENSIONS} only"
         )
     return embedder
+
+
+def _openai(spec: ModelSpec, api_key: str | None = None, timeout: float = 30) -> OpenAIEmbedder:
+    """An embeddings server's embedder, as ``spec`` names it (made without a request)."""
+    try:
+        dimension = int(spec.option("dimension"))
+    except ValueError:
+        raise DimensionMismatch("SEARCHCRAWL_EMBEDDINGS: openai:<URL> needs ?model=<name>&dimension=<n>") from None
+    return OpenAIEmbedder(spec.location, spec.option("model"), dimension, api_key, timeout)
 
 
 def _threads(spec: ModelSpec) -> int:

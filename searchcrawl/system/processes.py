@@ -1,4 +1,5 @@
-"""Is a process alive (dev Solr's pid file, crawl runs), and which Scrapy command is it running? Standard library only."""
+"""Is a process alive (dev Solr's pid file, crawl runs), which Scrapy command is it running, and a
+process's or thread's lot: ended with its parent, lowered in priority. Standard library only."""
 
 from __future__ import annotations
 
@@ -47,3 +48,37 @@ def command_name(argv: Sequence[str]) -> str | None:
     if program.stem not in SCRAPY_PROGRAMS and f"{program.parent.name}/{program.name}" not in SCRAPY_PACKAGES:
         return None
     return next((arg for arg in argv[1:] if not arg.startswith("-")), None)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def die_with_parent(parent: int) -> bool:
+    """Ask Linux to send this process SIGTERM when its parent dies (a crawl's forked processes: a
+    graceful stop, their leases go back to the queue; its passes' process, searchcrawl/semantic/
+    pass_process.py: it ends). Linux sends it when the *thread* that started this process ends:
+    start it from a thread that lives as long as its process. False if the parent is already gone."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the process goes on until it is told to end
+        pass
+    return os.getppid() == parent
+
+
+def lower_priority(increment: int) -> bool:
+    """Lower the calling thread's OS priority by ``increment`` (Linux: a thread's nice value is
+    its own, set by its thread id, and the threads it starts inherit it); False where the system
+    does not allow it. Only ever lowered: an unprivileged process cannot raise it back, so only a
+    thread whose work may wait calls this."""
+    import threading
+
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (AttributeError, OSError):  # no setpriority (not POSIX), or refused
+        return False
+    return True

@@ -36,7 +36,6 @@ ON_FIRST_USE = {
     ("crawl/extensions/delay_schedule.py", "apply"): "an extension: AutoThrottle is built with it",
     ("crawl/extensions/give_back.py", "waiting"): "an extension, asking another on use",
     ("crawl/extensions/progress_report.py", "run_started"): "an extension: the stores are built with it",
-    ("crawl/extensions/passage_sync.py", "spider_opened"): "an extension: the stores are built with it",
     ("crawl/extensions/wait_profile.py", "engine_started"): "an extension: the stores are built with it",
     ("crawl/extensions/progress_report.py", "_downloader_waits"): "the downloader's middlewares are built after the extensions",
     ("crawl/extensions/crawl_metrics.py", "_frontier"): "an extension: RunMonitor is built with it",

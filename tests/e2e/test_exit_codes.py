@@ -47,6 +47,13 @@ def test_refused_and_unindexed_crawls() -> None:
     assert ExitCode.BROKEN_SOURCE == 2
 
 
+def test_a_crawl_whose_model_its_passes_refused_failed_even_after_its_last_page() -> None:
+    """The passes' process loads the model while the crawl runs (crawl/extensions/passage_sync.py):
+    a refusal that comes after the last page still fails the crawl."""
+    assert exit_code(started=True, finish_reason="finished", not_indexed=0, model_refused=True) == ExitCode.FAILED
+    assert exit_code(started=True, finish_reason="embeddings_refused", not_indexed=0) == ExitCode.FAILED
+
+
 # --- scrapy crawl ------------------------------------------------------------------------------------
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import html
 import signal
 import uuid
+from pathlib import Path
 
 import requests
 
-from tests.conftest import free_port, run_scrapy
+from searchcrawl.index.solr_client import PASSAGES
+from searchcrawl.system.processes import process_alive
+from tests.conftest import children, free_port, run_scrapy, wait_for
 from tests.e2e.test_api import api, make_token
 from tests.web_site import serve_web
 
@@ -86,6 +89,75 @@ def test_a_model_of_the_wrong_dimension_is_refused_at_start(project, serve, tmp_
         assert "300 dimensions" in str(refused)
     else:
         raise AssertionError("scrapy web started with a model of the wrong dimension")
+
+
+def maps(pid: int) -> str:
+    """The files process ``pid`` has mapped (its libraries: a Python extension module is one)."""
+    try:
+        return Path(f"/proc/{pid}/maps").read_text()
+    except OSError:  # it has ended
+        return ""
+
+
+def passes_process(crawl: int) -> int | None:
+    """The crawl's passes' process (semantic/pass_process.py), if it runs."""
+    for pid in children(crawl):
+        try:
+            if b"searchcrawl.semantic.pass_process" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def test_a_crawls_passes_run_in_a_process_of_their_own_that_ends_with_the_crawl(project, serve, solr, tmp_path) -> None:
+    """Issues 100 and 102: the passes embed with bge-small in a process the crawl started, and the
+    crawl's process never loads the model's runtime (no onnxruntime among its libraries, while
+    its passes' process has it and has written passages); a crawl killed by SIGKILL leaves no
+    passes' process behind."""
+    root = tmp_path / "site"
+    root.mkdir()
+    topics = {f"page{number}.html": (f"Page {number}", f"{TOPICS['cats.html'][1]} Page {number}.") for number in range(200)}
+    write_site(root, topics)
+    site = serve(root, slow=0.3)  # about a minute of fetching: the crawl runs on while the test looks
+    name = f"proc-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    crawl = project.popen(
+        "crawl", name, "-s", "LOG_LEVEL=INFO", "-s", "CONCURRENT_REQUESTS=1",
+        SEARCHCRAWL_EMBEDDINGS="bge-small", SEARCHCRAWL_EMBED_INTERVAL="1",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: passes_process(crawl.pid) is not None or crawl.poll() is not None, what="the passes' process")
+        child = passes_process(crawl.pid)
+        assert child is not None, "no passes' process"
+
+        def embedded() -> bool:
+            solr.commit(softCommit=True)
+            return solr.search("*:*", fq=[PASSAGES, "{!term f=source}" + name], rows=0).hits > 0 or crawl.poll() is not None
+
+        wait_for(embedded, what="passages written during the crawl")
+        assert crawl.poll() is None, "the crawl ended before its passes wrote"
+        assert "onnxruntime" in maps(child)
+        assert "onnxruntime" not in maps(crawl.pid) and "tokenizers" not in maps(crawl.pid)
+    finally:
+        crawl.send_signal(signal.SIGKILL)
+        crawl.wait()
+    wait_for(lambda: not process_alive(child), timeout=60, what="the passes' process to end with its crawl")
+
+
+def test_a_model_that_does_not_load_fails_the_crawl(project, serve, tmp_path) -> None:
+    """What only the loaded model tells (here: an ``onnx:`` file that is not there) is said by the
+    passes' process once it tries; the crawl, which did not wait for it, exits 1 and says why."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_site(root)
+    site = serve(root)
+    name = f"sem-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    crawled = project.scrapy("crawl", name, SEARCHCRAWL_EMBEDDINGS=f"onnx:{tmp_path / 'missing.onnx'}")
+    assert crawled.returncode == 1, crawled.stderr[-3000:]
+    refused = [line for line in crawled.stderr.splitlines() if "Semantic search's model is refused" in line]
+    assert len(refused) == 1 and "ERROR" in refused[0] and "missing.onnx" in refused[0], crawled.stderr[-3000:]
 
 
 # issue 100: a site whose answer to a question shares no word with it

@@ -23,6 +23,7 @@ from searchcrawl.semantic.embedders import (
     normalised,
     not_installed,
     runs_by_length,
+    usable_spec,
 )
 
 
@@ -63,6 +64,28 @@ def test_a_remote_model_needs_a_dimension_the_schema_has_and_an_http_url() -> No
         embedder_from("openai:http://127.0.0.1:1/v1?model=m&dimension=300", environ={})
     with pytest.raises(DimensionMismatch):
         OpenAIEmbedder("file:///etc/passwd", "m", 256)
+
+
+def test_what_a_crawl_checks_without_loading_the_model(monkeypatch, tmp_path) -> None:
+    """``usable_spec``, a crawl's check in its own process: a malformed setting or a declared
+    dimension the schema has no field for is refused, a named model's and an embeddings server's
+    declared dimensions are read without a request, an ``onnx:`` file is left to the process that
+    loads it; a named model not installed is off, said once."""
+    assert usable_spec("") is None
+    for wrong in ("bert", "openai:http://127.0.0.1:1/v1?model=m&dimension=300", "openai:file:///x?model=m&dimension=384"):
+        with pytest.raises(DimensionMismatch):
+            usable_spec(wrong)
+    assert usable_spec("openai:http://127.0.0.1:1/v1?model=m&dimension=384") == ModelSpec.parse(
+        "openai:http://127.0.0.1:1/v1?model=m&dimension=384"
+    )
+    assert usable_spec("onnx:/nowhere/model.onnx") == ModelSpec("onnx", "/nowhere/model.onnx")
+    assert all(model.dimension in (256, 384, 512, 768, 1024) for model in NAMED_MODELS.values())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no jar there
+    said = []
+    monkeypatch.setattr("searchcrawl.semantic.embedders.logger.warning", lambda *args: said.append(args))
+    setting = "e5-small?floor=0.1"  # a setting of its own: said once a process
+    assert usable_spec(setting) is None and usable_spec(setting) is None
+    assert len(said) == 1
 
 
 def test_a_model_whose_vectors_are_of_another_dimension_is_refused() -> None:

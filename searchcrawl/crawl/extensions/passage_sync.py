@@ -1,93 +1,109 @@
-"""PassageSync: a crawl's source's passages brought up to date, off the crawl's hot path.
+"""PassageSync: a crawl's source's passages brought up to date, off the crawl's hot path and CPU.
 
 With semantic search on (SEARCHCRAWL_EMBEDDINGS), the crawl pushes its documents to Solr as ever,
-searchable by words at once, and this extension embeds their passages (semantic/passage_index.py)
-on a thread of its own: every ``SEARCHCRAWL_EMBED_INTERVAL`` seconds while the crawl runs (the
-documents Solr holds by then), and once more when the engine has stopped, after the run's last
-push, for at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` (what is left then is done by the next crawl
-or `scrapy embed`). Of a crawl's local processes (``processes = N``) the first one alone writes
-passages. Nothing in the item pipeline waits for a model; a model that fails leaves the
-documents to the next pass, said once a pass. A model whose vectors are not of the dimension it
-declares, or of one the schema has no field for, is refused at start: the crawl does not run; a
-named model that is not installed leaves the crawl words-only, said once (embedders.py
-``not_installed``).
+searchable by words at once, and the passes that embed their passages (semantic/passage_index.py)
+run in a process of their own (semantic/pass_process.py), started when the spider opens: every
+``SEARCHCRAWL_EMBED_INTERVAL`` seconds while the crawl runs (the documents Solr holds by then), at
+a lowered OS priority, and once more when the engine has stopped, after the run's last push, for
+at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` at the crawl's priority (what is left then is done by
+the next crawl or `scrapy embed`). The crawl's process never loads the model nor imports its
+runtime: a thread of it shared the interpreter lock with the passes and cost the crawl's process
+a third more CPU (issues 100 and 102; docs/semantic-search.md, "A crawl's passes"). The
+process ends with the crawl, even a crawl killed by SIGKILL.
 
-The passes keep off the crawl's CPU (issue 100: pages/s with the default model within 10% of
-words-only): ONNX Runtime runs on one thread (``PASS_THREADS``, unless the setting's ``?threads=``
-says), tokenizing on it too, and that thread runs at a lower OS priority (``PASS_NICENESS``), so
-that on a busy machine the crawl's own thread, Solr and the fetches come first.
+Of a crawl's local processes (``processes = N``) the first one alone writes passages. Nothing in
+the item pipeline waits for a model; a model that fails leaves the documents to the next pass,
+said once a pass. What can be told without the model is checked here, before the crawl runs
+(embedders.py ``usable_spec``): a malformed setting, or a model that declares a dimension the
+schema has no field for (a named model's, an embeddings server's ``?dimension=``), is refused
+at start, the crawl does not run; a named model that is not installed leaves the crawl
+words-only, said once, and no process is started. What only the loaded model tells (an
+``onnx:`` file's dimension, a file that does not load, vectors not of the declared dimension)
+the process says as soon as it has loaded it (a few seconds, while the crawl runs: waiting for
+it would delay every crawl's first fetch by the model's load), and the crawl stops then, as
+refused (``embeddings_refused``; its run resumes with the next crawl), and exits 1 even when
+that came after its last page (commands/crawl.py ``exit_code``). The passes'
+log lines reach the crawl's log, their counters its stats (``passages/...``), and the process's
+CPU seconds are said at the end (``passages/cpu_seconds``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
-import time
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
 
-from searchcrawl.crawl.stores import source_of, stores_of
-from searchcrawl.index.solr_client import IndexingError
+from searchcrawl.crawl.stores import source_of
 from searchcrawl.ops.local_fleet import started_by_a_crawl
+from searchcrawl.semantic.pass_process import COUNTERS, PassChannel, PassSettings, record_of, start
+from searchcrawl.system import paths
 
-if TYPE_CHECKING:  # numpy and the models are imported only where semantic search is on
-    from searchcrawl.semantic.embedders import Embedder
-    from searchcrawl.semantic.passage_index import PassageIndex
+if TYPE_CHECKING:
+    import subprocess
 
 logger = logging.getLogger(__name__)
-PASS_THREADS = 1  # ONNX Runtime's threads for a crawl's passes
-PASS_NICENESS = 10  # added to the passes' thread's nice value while the crawl runs
+REFUSED = "embeddings_refused"  # the close reason of a crawl whose model its passes' process refused
+MODEL_REFUSED = "passages/refused"  # the stat that says why (its exit code: commands/crawl.py)
+END_GRACE = 120.0  # seconds the crawl's end waits for the process beyond the last pass's bound
 
 
-def lower_priority(increment: int = PASS_NICENESS) -> bool:
-    """Lower the calling thread's OS priority (Linux: a thread's nice value is its own, set by its
-    thread id) by ``increment``; False where the system does not allow it. Only ever lowered: an
-    unprivileged process cannot raise it back, so only a thread of its own calls this."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
-    except (AttributeError, OSError):  # no setpriority (not POSIX), or refused
-        return False
-    return True
+def log_level(settings: BaseSettings) -> int:
+    """Scrapy's LOG_LEVEL as a number (a name or a number; INFO for anything else)."""
+    value = settings.get("LOG_LEVEL", "DEBUG")
+    if isinstance(value, int):
+        return value
+    number = logging.getLevelName(str(value).strip().upper())
+    return number if isinstance(number, int) else logging.INFO
+
+
+def pass_settings(settings: BaseSettings, source: str, pid: int) -> PassSettings:
+    """What the passes' process of a crawl of ``source`` (its pid ``pid``) is told: Solr as the
+    crawl's stores reach it (crawl/stores.py), the model's setting, the passes' interval."""
+    return PassSettings(
+        source=source,
+        embeddings=(settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip(),
+        embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        interval=settings.getfloat("SEARCHCRAWL_EMBED_INTERVAL"),
+        solr_url=paths.solr_url(settings),
+        solr_timeout=settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
+        solr_commit_within_ms=settings.getint("SEARCHCRAWL_SOLR_COMMIT_WITHIN"),
+        solr_auth=paths.solr_auth(settings),
+        parent=pid,
+        log_level=log_level(settings),
+    )
 
 
 class PassageSync:
-    def __init__(self, crawler: Crawler, embedder: Embedder, source: str, interval: float, final_seconds: float) -> None:
-        self.crawler, self.embedder, self.source = crawler, embedder, source
-        self.interval, self.final_seconds = interval, final_seconds
-        self.passages: PassageIndex | None = None  # the crawl's Solr index: its Stores, once the engine opens
-        self.stopping = threading.Event()
-        self.thread: threading.Thread | None = None
-        self.totals: dict[str, int] = {}
+    def __init__(self, crawler: Crawler, settings: PassSettings, final_seconds: float) -> None:
+        self.crawler, self.settings, self.final_seconds = crawler, settings, final_seconds
+        self.process: subprocess.Popen[bytes] | None = None
+        self.channel: PassChannel | None = None
+        self.reader: threading.Thread | None = None
+        self.cpu_seconds: float | None = None  # the process's, said as it leaves
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        import os
+
         settings = crawler.settings
-        if not (settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip():
+        text = (settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip()
+        if not text:
             raise NotConfigured  # semantic search is off (SEARCHCRAWL_EMBEDDINGS): said by nothing, as Scrapy's own
         if started_by_a_crawl(settings):
             raise NotConfigured  # of a crawl's local processes, the first one writes the source's passages
-        from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
+        from searchcrawl.semantic.embedders import usable_spec
 
-        embedder = embedder_from(
-            settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"), threads=PASS_THREADS
-        )
-        if embedder is None:
-            raise NotConfigured  # not installed: said once by embedder_from, the crawl is words-only
-        try:
-            checked(embedder)  # DimensionMismatch: refused, the crawl does not run
-        except EmbeddingFailed as exc:  # it may answer later: the passes will try
-            logger.warning("The embedding model does not answer now (%s); passages are left for later passes", exc)
+        if usable_spec(text) is None:  # DimensionMismatch: refused, the crawl does not run
+            raise NotConfigured  # not installed: said once by usable_spec, the crawl is words-only
         extension = cls(
             crawler,
-            embedder,
-            source_of(crawler).name,
-            settings.getfloat("SEARCHCRAWL_EMBED_INTERVAL"),
+            pass_settings(settings, source_of(crawler).name, os.getpid()),
             settings.getfloat("SEARCHCRAWL_EMBED_FINAL_SECONDS"),
         )
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
@@ -95,53 +111,88 @@ class PassageSync:
         return extension
 
     def spider_opened(self) -> None:
-        from searchcrawl.semantic.passage_index import PassageIndex
-
-        self.passages = PassageIndex(stores_of(self.crawler).index, self.embedder)
-        if self.interval > 0:
-            self.thread = threading.Thread(target=self._during_the_crawl, name="passages", daemon=True)
-            self.thread.start()
-
-    def _during_the_crawl(self) -> None:
-        lower_priority()  # this thread's alone: the last pass, which the crawl's end waits for, runs on another
-        while not self.stopping.wait(self.interval):
-            self._pass(None)
-
-    def _pass(self, deadline: float | None) -> None:
-        if self.passages is None:
-            return
+        """The passes' process started (from the reactor's thread, which lives as long as the
+        crawl: pass_process.py ``start``), and a thread of this process reading what it says."""
         try:
-            result = self.passages.sync(self.source, self.stopping.is_set if deadline is None else lambda: False, deadline)
-        except Exception as exc:  # noqa: BLE001 - whatever the model or Solr did, the crawl and the next passes go on
-            logger.warning("Passages not brought up to date: %s: %s", type(exc).__name__, exc)
+            self.process, self.channel = start(self.settings)
+        except OSError as exc:  # out of processes or memory: the crawl goes on words-only
+            logger.warning("The passes' process did not start (%s); passages are left for the next crawl or `scrapy embed`", exc)
             return
-        for name in ("documents", "embedded", "reused", "updated", "deleted", "skipped"):
-            self.totals[name] = self.totals.get(name, 0) + getattr(result, name)
-        if result.documents:
-            logger.info(
-                "Passages of %d documents up to date: %d embedded, %d kept their vectors, %d updated in place (%.1f s)",
-                result.documents,
-                result.embedded,
-                result.reused,
-                result.updated,
-                result.seconds,
+        self.reader = threading.Thread(target=self._read, name="passes-reader", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.channel is not None and self.process is not None
+        while True:
+            try:
+                message = self.channel.receive()
+            except (EOFError, OSError, ValueError):  # it has left (or said nonsense: it is ended)
+                break
+            self.received(message)
+        if self.cpu_seconds is None:  # no bye: it failed (or was killed) before the crawl's end
+            self.process.kill()  # what said nonsense, if it lives
+            logger.warning(
+                "The passes' process has ended (exit code %d); passages are left for the next crawl or `scrapy embed`",
+                self.process.wait(),
             )
 
-    async def engine_stopped(self) -> None:
-        """The last pass, after the run's last push: the documents it pushed have passages
-        when the crawl ends (within ``final_seconds``)."""
-        self.stopping.set()
-        if self.thread is not None:
-            await asyncio.to_thread(self.thread.join)
-        if self.final_seconds > 0:
-            await asyncio.to_thread(self._final)
+    def received(self, message: dict[str, Any]) -> None:
+        """One message of the passes' process (pass_process.py says which), on the reader's thread."""
+        kind = message.get("kind")
+        stats = self.crawler.stats
+        if kind == "log":
+            record = record_of(message)
+            target = logging.getLogger(record.name)
+            if target.isEnabledFor(record.levelno):
+                target.handle(record)
+        elif kind == "pass" and stats is not None:
+            stats.inc_value("passages/passes")
+            for name in COUNTERS:
+                number = message.get(name)
+                stats.inc_value(f"passages/{name}", number if isinstance(number, int) else 0)
+        elif kind == "ready" and stats is not None:
+            stats.set_value("passages/model", str(message.get("model", "")))
+        elif kind == "refused":
+            reason = str(message.get("reason", ""))
+            logger.error("Semantic search's model is refused: %s; the crawl stops", reason)
+            if stats is not None:
+                stats.set_value(MODEL_REFUSED, reason or "refused")
+            self._close_from_thread()
+        elif kind == "bye":
+            seconds = message.get("cpu_seconds")
+            self.cpu_seconds = float(seconds) if isinstance(seconds, (int, float)) else None
 
-    def _final(self) -> None:
-        if self.passages is None:
-            return
+    def _close_from_thread(self) -> None:
+        """The spider closed as refused (REFUSED), from the reader's thread."""
+        from twisted.internet import reactor
+
+        reactor.callFromThread(self._close)
+
+    def _close(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None:
+            asyncio.ensure_future(engine.close_spider_async(reason=REFUSED))
+
+    async def engine_stopped(self) -> None:
+        """The last pass, after the run's last push: the documents it pushed have passages when
+        the crawl ends (within ``final_seconds``); then the process leaves."""
+        if self.process is not None:
+            await asyncio.to_thread(self._end)
+
+    def _end(self) -> None:
+        assert self.process is not None and self.channel is not None and self.reader is not None
         try:
-            self.passages.index.commit()  # the run's last documents, readable
-        except IndexingError as exc:
-            logger.warning("Passages not brought up to date: %s", exc)
-            return
-        self._pass(time.monotonic() + self.final_seconds)
+            self.channel.send("end", final_seconds=self.final_seconds)
+        except OSError:  # it has left already (refused, failed): the reader has said why
+            pass
+        self.reader.join(max(self.final_seconds, 0) + END_GRACE)
+        if self.reader.is_alive():
+            logger.warning("The passes' process did not end %.0f s after its last pass's bound; it is stopped", END_GRACE)
+            self.process.kill()
+            self.reader.join()
+        self.process.wait()
+        self.channel.close()
+        if self.cpu_seconds is not None:
+            if self.crawler.stats is not None:
+                self.crawler.stats.set_value("passages/cpu_seconds", self.cpu_seconds)
+            logger.info("The passes' process used %.1f s of CPU", self.cpu_seconds)

@@ -1,25 +1,38 @@
-"""A crawl's passes keep off the crawl's CPU (issue 100: pages a second with the default model
-within 10% of words-only): ONNX Runtime on one thread, at a lower OS priority than the crawl's."""
+"""A crawl's passes keep off the crawl's CPU (issues 100 and 102: pages a second with the default
+model within 10% of words-only, no CPU of the model on the crawl's path): they run in a process of
+their own (semantic/pass_process.py), its working thread at a lower OS priority, ONNX Runtime on
+one thread; the crawl's process checks the setting without loading the model, hands the process
+what it needs through a pipe (nothing secret on its command line), and the process leaves when
+the crawl does. Here without Solr or a model (tests/e2e/test_semantic_crawls.py crawls with one)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from pathlib import Path
 
+import pytest
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-import searchcrawl.crawl.extensions.passage_sync as passage_sync
-from searchcrawl.crawl.extensions.passage_sync import PASS_NICENESS, PASS_THREADS, PassageSync, lower_priority
+from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED, PassageSync, log_level, pass_settings
+from searchcrawl.semantic.pass_process import PASS_NICENESS, PASS_THREADS, PassChannel, PassSettings, record_of, start
+from searchcrawl.system.processes import lower_priority
+from tests.conftest import fresh_python
+
+UNREACHABLE_MODEL = "openai:http://127.0.0.1:9/v1?model=m&dimension=384"  # made without a request; never answers
 
 
 def test_the_passes_thread_alone_is_lowered() -> None:
-    """Linux keeps a nice value a thread: the passes' thread is lowered, the crawl's is not."""
+    """Linux keeps a nice value a thread: the passes' thread is lowered, the one that started it
+    (the process's main thread, which runs the last pass) is not."""
     seen: dict[str, int] = {}
 
     def passes() -> None:
         tid = threading.get_native_id()
         before = os.getpriority(os.PRIO_PROCESS, tid)
-        assert lower_priority()
+        assert lower_priority(PASS_NICENESS)
         seen["before"], seen["after"] = before, os.getpriority(os.PRIO_PROCESS, tid)
 
     main = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
@@ -27,7 +40,7 @@ def test_the_passes_thread_alone_is_lowered() -> None:
     thread.start()
     thread.join()
     assert seen["after"] == min(19, seen["before"] + PASS_NICENESS)
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main  # the crawl's thread keeps its own
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main  # the main thread keeps its own
 
 
 def test_a_refused_priority_is_no_failure(monkeypatch) -> None:
@@ -35,24 +48,175 @@ def test_a_refused_priority_is_no_failure(monkeypatch) -> None:
         raise PermissionError("not allowed")
 
     monkeypatch.setattr(os, "setpriority", refused)
-    assert lower_priority() is False
+    assert lower_priority(PASS_NICENESS) is False
 
 
-def test_a_crawl_builds_its_model_on_one_thread_and_without_an_installed_model_runs_without(monkeypatch) -> None:
-    """The crawl asks for PASS_THREADS ONNX Runtime threads (the setting's ?threads= may say
-    otherwise); a model not installed (embedder_from gives None, said once) leaves the crawl
-    words-only: the extension is not configured, the crawl runs."""
-    import pytest
-    from scrapy.exceptions import NotConfigured
+class Stats:
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
 
-    import searchcrawl.semantic.embedders as embedders
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = int(self.values.get(key, 0)) + count  # type: ignore[call-overload]
 
-    asked: list[tuple[str, int]] = []
-    monkeypatch.setattr(passage_sync, "started_by_a_crawl", lambda _settings: False)
-    monkeypatch.setattr(embedders, "embedder_from", lambda text, _timeout, threads=0: asked.append((text, threads)))
-    crawler = type(
-        "Crawler", (), {"settings": Settings({"SEARCHCRAWL_EMBEDDINGS": "bge-small", "SEARCHCRAWL_EMBED_TIMEOUT": 30})}
-    )()
-    with pytest.raises(NotConfigured):
-        PassageSync.from_crawler(crawler)
-    assert asked == [("bge-small", PASS_THREADS)] and PASS_THREADS == 1
+    def set_value(self, key: str, value: object) -> None:
+        self.values[key] = value
+
+
+class Crawler:
+    """What the extension reads of a crawler: its settings, spider class (the source), stats, signals."""
+
+    def __init__(self, settings: dict[str, object]) -> None:
+        self.settings = Settings({"SEARCHCRAWL_EMBED_TIMEOUT": 30, "SEARCHCRAWL_EMBED_INTERVAL": 30, **settings})
+        self.spidercls = type("Spider", (), {"source": type("Source", (), {"name": "intranet"})()})
+        self.stats = Stats()
+        self.signals = type("Signals", (), {"connect": lambda *_args, **_kwargs: None})()
+        self.engine = None
+
+
+def test_the_crawls_process_checks_the_model_without_loading_it() -> None:
+    """The extension is built (the setting checked) and no model's runtime is imported: the
+    process that loads it is the passes' own."""
+    lines = fresh_python(
+        "import sys\n"
+        "from tests.crawl.extensions.test_passage_sync import Crawler\n"
+        "from searchcrawl.crawl.extensions.passage_sync import PassageSync\n"
+        "extension = PassageSync.from_crawler(Crawler({'SEARCHCRAWL_EMBEDDINGS': 'onnx:/nowhere/model.onnx'}))\n"
+        "print(extension.settings.embeddings, extension.settings.threads)\n"
+        "print(sorted(name for name in ('onnxruntime', 'tokenizers', 'numpy') if name in sys.modules))\n"
+    )
+    assert lines == [f"onnx:/nowhere/model.onnx {PASS_THREADS}", "[]"] and PASS_THREADS == 1
+
+
+def test_without_an_installed_model_or_a_setting_the_crawl_runs_words_only(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no model's jar there
+    for setting in ("bge-small", ""):
+        with pytest.raises(NotConfigured):
+            PassageSync.from_crawler(Crawler({"SEARCHCRAWL_EMBEDDINGS": setting}))  # type: ignore[arg-type]
+
+
+def test_the_passes_are_told_solr_as_the_crawl_reaches_it(monkeypatch) -> None:
+    for name in (
+        "SEARCHCRAWL_SOLR_USERNAME",
+        "SEARCHCRAWL_SOLR_PASSWORD",
+        "SEARCHCRAWL_SOLR_USERNAME_FILE",
+        "SEARCHCRAWL_SOLR_PASSWORD_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(
+        {
+            "SOLR_URL": "http://crawler:s3cret@127.0.0.1:8983/solr/core",
+            "SEARCHCRAWL_EMBEDDINGS": " bge-small ",
+            "SEARCHCRAWL_EMBED_TIMEOUT": 30,
+            "SEARCHCRAWL_EMBED_INTERVAL": 5,
+            "SEARCHCRAWL_SOLR_TIMEOUT": 60,
+            "SEARCHCRAWL_SOLR_COMMIT_WITHIN": 2000,
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    told = pass_settings(settings, "intranet", 1234)
+    assert (told.solr_url, told.solr_auth, told.embeddings, told.interval) == (
+        "http://127.0.0.1:8983/solr/core",
+        ("crawler", "s3cret"),
+        "bge-small",
+        5.0,
+    )
+    assert (told.parent, told.log_level, told.threads, told.niceness) == (1234, logging.WARNING, 1, PASS_NICENESS)
+    assert log_level(Settings({"LOG_LEVEL": 10})) == logging.DEBUG and log_level(Settings({"LOG_LEVEL": "x"})) == logging.INFO
+
+
+def started(tmp_path: Path, **changes: object) -> tuple[object, PassChannel]:
+    settings = PassSettings(
+        source="intranet",
+        embeddings=UNREACHABLE_MODEL,
+        embed_timeout=5,
+        interval=0,
+        solr_url="http://127.0.0.1:9/solr/none",
+        solr_timeout=5,
+        solr_commit_within_ms=2000,
+        solr_auth=("crawler", "s3cret-of-solr"),
+        parent=os.getpid(),
+    )
+    return start(PassSettings(**{**settings.__dict__, **changes}))
+
+
+def said_until(channel: PassChannel, kind: str) -> list[dict[str, object]]:
+    messages = [channel.receive()]
+    while messages[-1]["kind"] != kind:
+        messages.append(channel.receive())
+    return messages
+
+
+def test_the_passes_process_is_told_through_its_pipe_and_leaves_when_the_crawl_does(tmp_path) -> None:
+    """Its credentials never on its command line; its log reaches the crawl (here: the model does
+    not answer, said, and the passes wait for it); the crawl's end of the pipe closed (the crawl
+    gone, even by SIGKILL), it leaves at once."""
+    process, channel = started(tmp_path)
+    try:
+        messages = said_until(channel, "ready")
+        command_line = Path(f"/proc/{process.pid}/cmdline").read_bytes()  # type: ignore[attr-defined]
+        assert b"s3cret" not in command_line and b"searchcrawl.semantic.pass_process" in command_line
+        warnings = [m for m in messages if m["kind"] == "log" and m["level"] == logging.WARNING]
+        assert any("does not answer now" in str(m["message"]) for m in warnings), messages
+    finally:
+        channel.close()
+    assert process.wait(timeout=60) == 0  # type: ignore[attr-defined]
+
+
+def test_at_the_crawls_end_the_process_runs_its_last_pass_and_says_its_cpu(tmp_path) -> None:
+    process, channel = started(tmp_path)
+    try:
+        said_until(channel, "ready")
+        channel.send("end", final_seconds=0)
+        bye = said_until(channel, "bye")[-1]
+        assert isinstance(bye["cpu_seconds"], float) and bye["cpu_seconds"] > 0
+    finally:
+        channel.close()
+    assert process.wait(timeout=60) == 0  # type: ignore[attr-defined]
+
+
+def test_a_model_the_process_cannot_load_is_refused(tmp_path) -> None:
+    process, channel = started(tmp_path, embeddings=f"onnx:{tmp_path / 'missing.onnx'}")
+    try:
+        refused = said_until(channel, "refused")[-1]
+        assert "missing.onnx" in str(refused["reason"])
+    finally:
+        channel.close()
+    assert process.wait(timeout=60) == 0  # type: ignore[attr-defined]
+
+
+def test_what_the_process_says_reaches_the_crawls_log_stats_and_end(monkeypatch, caplog) -> None:
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    closed: list[bool] = []
+    monkeypatch.setattr(extension, "_close_from_thread", lambda: closed.append(True))
+    with caplog.at_level(logging.INFO):
+        extension.received({"kind": "log", "name": "searchcrawl.semantic.passage_index", "level": 30, "message": "50% done"})
+        extension.received({"kind": "log", "name": "urllib3", "level": 10, "message": "not at INFO"})
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("searchcrawl.semantic.passage_index", 30, "50% done")
+    ]
+    for _ in range(2):
+        extension.received(
+            {"kind": "pass", "documents": 20, "embedded": 41, "reused": 2, "updated": 0, "deleted": 1, "skipped": 0}
+        )
+    extension.received({"kind": "ready", "model": "onnx/bge/1"})
+    extension.received({"kind": "pass", "documents": "many"})  # nonsense counts nothing
+    stats = crawler.stats.values
+    assert (stats["passages/passes"], stats["passages/documents"], stats["passages/embedded"]) == (3, 40, 82)
+    assert stats["passages/model"] == "onnx/bge/1" and MODEL_REFUSED not in stats and not closed
+    extension.received({"kind": "refused", "reason": "onnx/x: 300 dimensions"})
+    assert stats[MODEL_REFUSED] == "onnx/x: 300 dimensions" and closed == [True]
+    extension.received({"kind": "bye", "cpu_seconds": 12.5})
+    assert extension.cpu_seconds == 12.5
+
+
+def test_a_log_message_becomes_a_record_of_the_crawls_log() -> None:
+    record = record_of({"name": "searchcrawl.x", "level": 40, "message": "failed %s", "traceback": "Traceback ..."})
+    assert (record.name, record.levelno, record.levelname, record.getMessage()) == (
+        "searchcrawl.x",
+        40,
+        "ERROR",
+        "failed %s\nTraceback ...",
+    )
+    odd = record_of({"level": "loud", "message": 3})
+    assert (odd.name, odd.levelno, odd.getMessage()) == ("searchcrawl.semantic.pass_process", logging.WARNING, "3")
