@@ -23,8 +23,9 @@ the process says as soon as it has loaded it (a few seconds, while the crawl run
 it would delay every crawl's first fetch by the model's load), and the crawl stops then, as
 refused (``embeddings_refused``; its run resumes with the next crawl), and exits 1 even when
 that came after its last page (commands/crawl.py ``exit_code``). The passes'
-log lines reach the crawl's log, their counters its stats (``passages/...``), and the process's
-CPU seconds are said at the end (``passages/cpu_seconds``).
+log lines reach the crawl's log, their counters its stats (``semantic/...``: not "passages/",
+whose "PASS" the log's masking takes for a password's name), and the process's CPU seconds are
+said at the end (``semantic/cpu_seconds``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 REFUSED = "embeddings_refused"  # the close reason of a crawl whose model its passes' process refused
-MODEL_REFUSED = "passages/refused"  # the stat that says why (its exit code: commands/crawl.py)
+MODEL_REFUSED = "semantic/refused"  # the stat that says why (its exit code: commands/crawl.py)
 END_GRACE = 120.0  # seconds the crawl's end waits for the process beyond the last pass's bound
 
 
@@ -146,12 +147,12 @@ class PassageSync:
             if target.isEnabledFor(record.levelno):
                 target.handle(record)
         elif kind == "pass" and stats is not None:
-            stats.inc_value("passages/passes")
+            stats.inc_value("semantic/runs")  # passes (a stat named so would be masked)
             for name in COUNTERS:
                 number = message.get(name)
-                stats.inc_value(f"passages/{name}", number if isinstance(number, int) else 0)
+                stats.inc_value(f"semantic/{name}", number if isinstance(number, int) else 0)
         elif kind == "ready" and stats is not None:
-            stats.set_value("passages/model", str(message.get("model", "")))
+            stats.set_value("semantic/model", str(message.get("model", "")))
         elif kind == "refused":
             reason = str(message.get("reason", ""))
             logger.error("Semantic search's model is refused: %s; the crawl stops", reason)
@@ -194,5 +195,5 @@ class PassageSync:
         self.channel.close()
         if self.cpu_seconds is not None:
             if self.crawler.stats is not None:
-                self.crawler.stats.set_value("passages/cpu_seconds", self.cpu_seconds)
+                self.crawler.stats.set_value("semantic/cpu_seconds", self.cpu_seconds)
             logger.info("The passes' process used %.1f s of CPU", self.cpu_seconds)

@@ -19,6 +19,7 @@ from scrapy.settings import Settings
 from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED, PassageSync, log_level, pass_settings
 from searchcrawl.semantic.pass_process import PASS_NICENESS, PASS_THREADS, PassChannel, PassSettings, record_of, start
 from searchcrawl.system.processes import lower_priority
+from searchcrawl.system.secrets import SECRET_NAME
 from tests.conftest import fresh_python
 
 UNREACHABLE_MODEL = "openai:http://127.0.0.1:9/v1?model=m&dimension=384"  # made without a request; never answers
@@ -202,12 +203,13 @@ def test_what_the_process_says_reaches_the_crawls_log_stats_and_end(monkeypatch,
     extension.received({"kind": "ready", "model": "onnx/bge/1"})
     extension.received({"kind": "pass", "documents": "many"})  # nonsense counts nothing
     stats = crawler.stats.values
-    assert (stats["passages/passes"], stats["passages/documents"], stats["passages/embedded"]) == (3, 40, 82)
-    assert stats["passages/model"] == "onnx/bge/1" and MODEL_REFUSED not in stats and not closed
+    assert (stats["semantic/runs"], stats["semantic/documents"], stats["semantic/embedded"]) == (3, 40, 82)
+    assert stats["semantic/model"] == "onnx/bge/1" and MODEL_REFUSED not in stats and not closed
     extension.received({"kind": "refused", "reason": "onnx/x: 300 dimensions"})
     assert stats[MODEL_REFUSED] == "onnx/x: 300 dimensions" and closed == [True]
     extension.received({"kind": "bye", "cpu_seconds": 12.5})
     assert extension.cpu_seconds == 12.5
+    assert not any(SECRET_NAME.search(name) for name in stats)  # "passages/..." was masked in the stats' dump
 
 
 def test_a_log_message_becomes_a_record_of_the_crawls_log() -> None:
