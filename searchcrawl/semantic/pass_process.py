@@ -22,8 +22,10 @@ Between the crawl and the process, one socket pair (its end's descriptor the pro
 argument; nothing secret on a command line) carrying JSON objects, each with its ``kind``:
 
 * crawl -> process: ``settings`` first (``PassSettings``: the source, the model's setting, Solr's
-  address and credentials, the crawl's log level), then ``end`` with ``final_seconds`` (the
-  last pass's bound; 0: none) once the crawl's engine has stopped.
+  address and credentials, the crawl's log level), then ``end`` with ``final_seconds`` once the
+  crawl's engine has stopped: the pass under way ends after its page, then the last pass runs,
+  both within ``final_seconds`` (0: none, the process leaves at once); what is left then waits
+  for the next crawl or `scrapy embed`.
 * process -> crawl: ``log`` (a record, for the crawl's log), ``ready`` (the model loaded and
   answered its check), ``refused`` (it did not load, or its vectors are not of a dimension the
   schema has a field for: the crawl stops, as a crawl refused at start), ``off`` (not installed
@@ -259,18 +261,31 @@ class Passes:
                 result.seconds,
             )
 
-    def final(self, seconds: float) -> None:
-        """The last pass, after the crawl's last push, for at most ``seconds``."""
+    def final(self, deadline: float) -> None:
+        """The last pass, after the crawl's last push, until ``deadline`` (time.monotonic())."""
         from searchcrawl.index.solr_client import IndexingError
 
-        if self.passages is None or seconds <= 0:
+        if self.passages is None or time.monotonic() >= deadline:
             return
         try:
             self.passages.index.commit()  # the run's last documents, readable
         except IndexingError as exc:
             logger.warning("Passages not brought up to date: %s", exc)
             return
-        self.one_pass(time.monotonic() + seconds)
+        self.one_pass(deadline)
+
+
+def at_the_end(passes: Passes, worker: threading.Thread, request: dict[str, Any]) -> None:
+    """The crawl has ended (``request``: its ``end``): the pass under way stops after its page,
+    then the last pass runs, both within the request's ``final_seconds`` (else, or 0: neither is
+    waited for, the process leaves with the pass cut short: what it did not mark, the next pass
+    does)."""
+    passes.stopping.set()
+    seconds = request.get("final_seconds") if request.get("kind") == "end" else 0
+    deadline = time.monotonic() + (float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else 0.0)
+    worker.join(max(0.0, deadline - time.monotonic()))  # its page, at its priority: within the bound
+    if not worker.is_alive():
+        passes.final(deadline)
 
 
 def leave(code: int) -> None:
@@ -301,11 +316,7 @@ def main(arguments: Sequence[str]) -> None:
         request = channel.receive()
     except (EOFError, OSError, ValueError):  # the crawl is gone (or said nonsense): no pass waits for it
         leave(0)
-    passes.stopping.set()
-    worker.join()
-    if request.get("kind") == "end":
-        final_seconds = request.get("final_seconds")
-        passes.final(float(final_seconds) if isinstance(final_seconds, (int, float)) else 0.0)
+    at_the_end(passes, worker, request)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     try:
         channel.send("bye", cpu_seconds=round(usage.ru_utime + usage.ru_stime, 3))

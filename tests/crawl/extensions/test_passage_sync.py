@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,16 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED, PassageSync, log_level, pass_settings
-from searchcrawl.semantic.pass_process import PASS_NICENESS, PASS_THREADS, PassChannel, PassSettings, record_of, start
+from searchcrawl.semantic.pass_process import (
+    PASS_NICENESS,
+    PASS_THREADS,
+    PassChannel,
+    Passes,
+    PassSettings,
+    at_the_end,
+    record_of,
+    start,
+)
 from searchcrawl.system.processes import lower_priority
 from searchcrawl.system.secrets import SECRET_NAME
 from tests.conftest import fresh_python
@@ -173,6 +183,32 @@ def test_at_the_crawls_end_the_process_runs_its_last_pass_and_says_its_cpu(tmp_p
     finally:
         channel.close()
     assert process.wait(timeout=60) == 0  # type: ignore[attr-defined]
+
+
+def test_the_crawls_end_waits_for_the_passes_within_the_last_passs_bound_alone() -> None:
+    """A pass under way at the crawl's end stops after its page and the last pass follows, both
+    within SEARCHCRAWL_EMBED_FINAL_SECONDS; with 0 (or a page longer than the bound) the process
+    does not wait for it (the crawl's end waited for that page at the passes' low priority)."""
+    finals: list[float] = []
+
+    class Recorded(Passes):
+        def final(self, deadline: float) -> None:
+            finals.append(deadline)
+
+    passes = Recorded(PassSettings("s", "bge-small", 30, 5, "http://127.0.0.1:9/solr/x", 5, 2000, None, 1), None)  # type: ignore[arg-type]
+    page = threading.Event()  # a page being embedded, until set
+    worker = threading.Thread(target=page.wait, daemon=True)
+    worker.start()
+    at_the_end(passes, worker, {"kind": "end", "final_seconds": 0})
+    assert passes.stopping.is_set() and worker.is_alive() and finals == []  # not waited for
+    at_the_end(passes, worker, {"kind": "end", "final_seconds": 0.2})
+    assert worker.is_alive() and finals == []  # the page outlasted the bound: no last pass
+    page.set()
+    worker.join()
+    at_the_end(passes, worker, {"kind": "end", "final_seconds": 600})
+    assert len(finals) == 1 and finals[0] > time.monotonic() + 500  # the last pass, within the bound
+    at_the_end(passes, worker, {"kind": "bogus"})
+    assert len(finals) == 2 and finals[1] <= time.monotonic()  # no time: final() does nothing
 
 
 def test_a_model_the_process_cannot_load_is_refused(tmp_path) -> None:
