@@ -9,8 +9,10 @@ crawl's process never loads a model nor imports its runtime.
 Why a process, not a thread of the crawl's: a thread shares the crawl's interpreter lock, and the
 passes' Python work (reading the documents, cutting passages, writing them) and the model's load
 (about 4.5 CPU seconds with bge-small) took the crawl's process from 9.5-10 to 13.8-14.8 CPU
-seconds on the Nutch Javadoc, whatever the thread's OS priority (docs/semantic-search.md, "A
-crawl's passes"). Here they share nothing with the crawl but Solr.
+seconds on the Nutch Javadoc, whatever the thread's OS priority. Here they share nothing with the
+crawl but Solr and the cores: the crawl's process took 9.1-11.0 CPU seconds with bge-small against
+9.1-10.7 words-only in the same rounds (docs/semantic-search.md, "The crawl's speed with the
+default model").
 
 Priority: everything the process does while the crawl runs (importing the model's runtime,
 loading the model, the passes) runs on one thread whose nice value is raised by ``niceness``
@@ -309,6 +311,7 @@ def main(arguments: Sequence[str]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [Forward(channel)]
     root.setLevel(settings.log_level)
+    logging.captureWarnings(True)  # a library's warnings too, not on a standard error nobody reads
     passes = Passes(settings, channel)
     worker = threading.Thread(target=passes.during_the_crawl, name="passes", daemon=True)
     worker.start()

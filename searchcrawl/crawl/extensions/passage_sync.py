@@ -4,12 +4,14 @@ With semantic search on (SEARCHCRAWL_EMBEDDINGS), the crawl pushes its documents
 searchable by words at once, and the passes that embed their passages (semantic/passage_index.py)
 run in a process of their own (semantic/pass_process.py), started when the spider opens: every
 ``SEARCHCRAWL_EMBED_INTERVAL`` seconds while the crawl runs (the documents Solr holds by then), at
-a lowered OS priority, and once more when the engine has stopped, after the run's last push, for
-at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` at the crawl's priority (what is left then is done by
-the next crawl or `scrapy embed`). The crawl's process never loads the model nor imports its
-runtime: a thread of it shared the interpreter lock with the passes and cost the crawl's process
-a third more CPU (issues 100 and 102; docs/semantic-search.md, "A crawl's passes"). The
-process ends with the crawl, even a crawl killed by SIGKILL.
+a lowered OS priority, and once more when the engine has stopped, after the run's last push, at
+the crawl's priority; the crawl's end waits for the pass under way (its page) and that last pass
+within ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` together (what is left then is done by the next crawl
+or `scrapy embed`). The crawl's process never loads the model nor imports its runtime: on a
+thread of it, the passes shared its interpreter lock and the model loaded on its path, 4.5-5 CPU
+seconds more than words-only's on the Nutch Javadoc; in their own process, none (issues 100 and
+102; docs/semantic-search.md, "The crawl's speed with the default model"). The process ends with
+the crawl, even a crawl killed by SIGKILL.
 
 Of a crawl's local processes (``processes = N``) the first one alone writes passages. Nothing in
 the item pipeline waits for a model; a model that fails leaves the documents to the next pass,
@@ -19,8 +21,8 @@ schema has no field for (a named model's, an embeddings server's ``?dimension=``
 at start, the crawl does not run; a named model that is not installed leaves the crawl
 words-only, said once, and no process is started. What only the loaded model tells (an
 ``onnx:`` file's dimension, a file that does not load, vectors not of the declared dimension)
-the process says as soon as it has loaded it (a few seconds, while the crawl runs: waiting for
-it would delay every crawl's first fetch by the model's load), and the crawl stops then, as
+the process says as soon as it has loaded it (while the crawl runs: waiting for it would delay
+every crawl's first fetch by the model's load), and the crawl stops then, as
 refused (``embeddings_refused``; its run resumes with the next crawl), and exits 1 even when
 that came after its last page (commands/crawl.py ``exit_code``). The passes'
 log lines reach the crawl's log, their counters its stats (``semantic/...``: not "passages/",
