@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Self
 
@@ -92,8 +93,6 @@ class PassageSync:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        import os
-
         settings = crawler.settings
         text = (settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip()
         if not text:
@@ -172,9 +171,15 @@ class PassageSync:
         reactor.callFromThread(self._close)
 
     def _close(self) -> None:
+        asyncio.ensure_future(self._close_spider())
+
+    async def _close_spider(self) -> None:
         engine = self.crawler.engine
-        if engine is not None:
-            asyncio.ensure_future(engine.close_spider_async(reason=REFUSED))
+        try:
+            if engine is not None:
+                await engine.close_spider_async(reason=REFUSED)  # one closing already: awaited
+        except RuntimeError:  # the spider has closed: the crawl's exit code says the refusal (MODEL_REFUSED)
+            pass
 
     async def engine_stopped(self) -> None:
         """The last pass, after the run's last push: the documents it pushed have passages when

@@ -248,6 +248,27 @@ def test_what_the_process_says_reaches_the_crawls_log_stats_and_end(monkeypatch,
     assert not any(SECRET_NAME.search(name) for name in stats)  # "passages/..." was masked in the stats' dump
 
 
+def test_a_refusal_after_the_spider_has_closed_closes_nothing() -> None:
+    """The refusal may come after the crawl's last page (the model loads while the crawl runs):
+    the engine then has no spider to close, and the exit code alone says it."""
+    import asyncio
+
+    closed: list[str] = []
+
+    class Engine:
+        async def close_spider_async(self, *, reason: str) -> None:
+            if closed:
+                raise RuntimeError("Spider not opened")
+            closed.append(reason)
+
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    crawler.engine = Engine()  # type: ignore[assignment]
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    asyncio.run(extension._close_spider())
+    asyncio.run(extension._close_spider())  # closed by then: no error
+    assert closed == ["embeddings_refused"]
+
+
 def test_a_log_message_becomes_a_record_of_the_crawls_log() -> None:
     record = record_of({"name": "searchcrawl.x", "level": 40, "message": "failed %s", "traceback": "Traceback ..."})
     assert (record.name, record.levelno, record.levelname, record.getMessage()) == (
