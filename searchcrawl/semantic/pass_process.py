@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import resource
 import signal
 import socket
@@ -59,6 +60,8 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from searchcrawl.ops.terminal import printable
+from searchcrawl.system import secrets
 from searchcrawl.system.processes import die_with_parent, lower_priority
 
 if TYPE_CHECKING:  # imported by the passes' thread, at its priority
@@ -70,6 +73,13 @@ PASS_THREADS = 1  # ONNX Runtime's threads for a crawl's passes
 PASS_NICENESS = 10  # added to the passes' thread's nice value while the crawl runs
 MESSAGE_LIMIT = 1 << 20  # bytes of one message at most (a log record with its traceback)
 COUNTERS = ("documents", "embedded", "reused", "updated", "deleted", "skipped")  # SyncResult's, a pass's
+# What the crawl takes of what the process says (it reads hostile documents and runs a model: its
+# words are data): a logger's name, a log line's text, its traceback, a stat's text, a counter.
+LOGGER_NAME = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*", re.ASCII)
+NAME_LIMIT = 200
+TEXT_LIMIT = 4000
+TRACEBACK_LIMIT = 16000
+COUNT_LIMIT = 1 << 53
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,8 @@ class PassSettings:
         fields = {name: value for name, value in message.items() if name in cls.__dataclass_fields__}
         auth = fields.get("solr_auth")
         fields["solr_auth"] = (str(auth[0]), str(auth[1])) if isinstance(auth, list) and len(auth) == 2 else None
+        if fields["solr_auth"]:
+            secrets.remember(fields["solr_auth"][1])  # masked in what this process says (``Forward``)
         return cls(**fields)
 
 
@@ -113,10 +125,23 @@ class PassChannel:
     def receive(self) -> dict[str, Any]:
         """The next message; EOFError once the other end has closed, OSError for a message over
         MESSAGE_LIMIT, ValueError for one that is not a JSON object."""
-        message = json.loads(self.connection.recv_bytes(MESSAGE_LIMIT))
+        data = self.connection.recv_bytes(MESSAGE_LIMIT)
+        try:
+            message = json.loads(data)
+        except RecursionError:  # nested deeper than the parser goes
+            raise ValueError("not a message") from None
         if not isinstance(message, dict):
             raise ValueError("not a message")
         return message
+
+    def shutdown(self) -> None:
+        """End the pair for both ends, waking a thread blocked in ``receive`` (EOFError), even
+        while another process still holds the other end (a descendant the process forked)."""
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
 
     def close(self) -> None:
         self.connection.close()
@@ -126,23 +151,46 @@ def counters_of(result: SyncResult) -> dict[str, int]:
     return {name: int(getattr(result, name)) for name in COUNTERS}
 
 
+def text_of(value: object, limit: int = TEXT_LIMIT) -> str:
+    """What the process said as one inert line of at most ``limit`` characters (its control
+    characters escaped: ops/terminal.py ``printable``): no line of the crawl's log is forged."""
+    return printable(str(value)[:limit])
+
+
+def count_of(value: object) -> int:
+    """A counter the process said: a whole number from 0 below COUNT_LIMIT, else 0."""
+    return value if type(value) is int and 0 <= value < COUNT_LIMIT else 0
+
+
 def record_of(message: dict[str, Any]) -> logging.LogRecord:
-    """A ``log`` message as a record of the crawl's log: the passes' logger's name and level, the
-    text as the process formatted it (its traceback after it)."""
+    """A ``log`` message as a record of the crawl's log: the passes' logger's name (a dotted name,
+    else this module's) and level, the text as the process formatted it, one line, its traceback
+    after it, each line indented (none starts as a line of the log does)."""
     level = message.get("level")
-    level = level if isinstance(level, int) and 0 < level <= logging.CRITICAL else logging.WARNING
-    text = str(message.get("message", ""))
-    if message.get("traceback"):
-        text += "\n" + str(message["traceback"])
+    level = level if type(level) is int and 0 < level <= logging.CRITICAL else logging.WARNING
+    name = message.get("name")
+    name = name if isinstance(name, str) and len(name) <= NAME_LIMIT and LOGGER_NAME.fullmatch(name) else logger.name
+    text = text_of(message.get("message", ""))
+    trace = message.get("traceback")
+    if trace:
+        text += "".join(f"\n  {printable(line)}" for line in str(trace)[-TRACEBACK_LIMIT:].splitlines())
     return logging.makeLogRecord(
         {
-            "name": str(message.get("name") or logger.name),
+            "name": name,
             "levelno": level,
             "levelname": logging.getLevelName(level),
             "msg": "%s",
             "args": (text,),
         }
     )
+
+
+def logger_for(record: logging.LogRecord) -> logging.Logger:
+    """The crawl's logger a record of the passes' process goes through: the one of its name when
+    the crawl has it (its level, its filters), else this module's. A name the process chose makes
+    no logger: logging keeps every logger for the life of the process."""
+    known = logging.Logger.manager.loggerDict.get(record.name)
+    return known if isinstance(known, logging.Logger) else logger
 
 
 # --- the crawl's side -------------------------------------------------------------------------------
@@ -154,7 +202,8 @@ def start(settings: PassSettings) -> tuple[subprocess.Popen[bytes], PassChannel]
     that started it). Its path is this process's (an egg scrapyd loads included); its standard
     output goes nowhere, its standard error is the crawl's (what fails before its log is set up)."""
     ours, theirs = socket.socketpair()
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+    environment = {name: value for name, value in os.environ.items() if name not in UNNEEDED_SECRETS}
+    environment["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "searchcrawl.semantic.pass_process", str(theirs.fileno())],
@@ -169,8 +218,25 @@ def start(settings: PassSettings) -> tuple[subprocess.Popen[bytes], PassChannel]
     finally:
         theirs.close()
     channel = PassChannel(Connection(ours.detach()))
-    channel.send("settings", **asdict(settings))
+    try:
+        channel.send("settings", **asdict(settings))
+    except BaseException:  # it has left already: ended and reaped, not left behind
+        process.kill()
+        process.wait()
+        channel.close()
+        raise
     return process, channel
+
+
+# the crawl's secrets the process needs none of (Solr's come through the pair; the embeddings
+# server's key, embedders.py API_KEY, it reads itself), kept out of its /proc/<pid>/environ
+UNNEEDED_SECRETS = frozenset(
+    {
+        *(name for secret in secrets.SECRET_NAMES for name in (secret, f"{secret}_FILE")),
+        secrets.SOLR_USERNAME,
+        f"{secrets.SOLR_USERNAME}_FILE",
+    }
+)
 
 
 # --- the process's side -----------------------------------------------------------------------------
@@ -186,7 +252,8 @@ class Forward(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             trace = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
-            self.channel.send("log", name=record.name, level=record.levelno, message=record.getMessage(), traceback=trace)
+            message, trace = secrets.redact(record.getMessage()), secrets.redact(trace)  # what only this process knows
+            self.channel.send("log", name=record.name, level=record.levelno, message=message, traceback=trace)
         except OSError:  # the crawl is gone: the process is leaving
             pass
         except Exception:  # noqa: BLE001 - a record that cannot be formatted: said on standard error
@@ -225,10 +292,10 @@ class Passes:
         except EmbeddingFailed as exc:  # it may answer later: the passes will try
             logger.warning("The embedding model does not answer now (%s); passages are left for later passes", exc)
         except DimensionMismatch as exc:
-            self.channel.send("refused", reason=str(exc))
+            self.channel.send("refused", reason=secrets.redact(str(exc)))
             return None
         except Exception as exc:  # noqa: BLE001 - a model that does not load (a file missing, broken): refused as at start
-            self.channel.send("refused", reason=f"{type(exc).__name__}: {exc}")
+            self.channel.send("refused", reason=secrets.redact(f"{type(exc).__name__}: {exc}"))
             return None
         if embedder is None:  # not installed after all (said once, by embedder_from)
             self.channel.send("off")
@@ -299,9 +366,17 @@ def leave(code: int) -> None:
     os._exit(code)
 
 
+def channel_of(argument: str) -> PassChannel:
+    """The process's end of the pair, its descriptor ``argument``: not inherited by a program it
+    runs (``pass_fds`` made it inheritable), which would keep the pair open past the process."""
+    descriptor = int(argument)
+    os.set_inheritable(descriptor, False)
+    return PassChannel(Connection(descriptor))
+
+
 def main(arguments: Sequence[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl decides how it stops, and says so
-    channel = PassChannel(Connection(int(arguments[0])))
+    channel = channel_of(arguments[0])
     try:
         settings = PassSettings.from_message(channel.receive())
     except (EOFError, OSError, ValueError, TypeError):  # the crawl is gone, or said nothing this process reads

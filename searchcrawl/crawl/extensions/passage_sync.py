@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
+import subprocess
 import threading
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -45,16 +47,24 @@ from scrapy.settings import BaseSettings
 
 from searchcrawl.crawl.stores import source_of
 from searchcrawl.ops.local_fleet import started_by_a_crawl
-from searchcrawl.semantic.pass_process import COUNTERS, PassChannel, PassSettings, record_of, start
+from searchcrawl.semantic.pass_process import (
+    COUNTERS,
+    NAME_LIMIT,
+    PassChannel,
+    PassSettings,
+    count_of,
+    logger_for,
+    record_of,
+    start,
+    text_of,
+)
 from searchcrawl.system import paths
-
-if TYPE_CHECKING:
-    import subprocess
 
 logger = logging.getLogger(__name__)
 REFUSED = "embeddings_refused"  # the close reason of a crawl whose model its passes' process refused
 MODEL_REFUSED = "semantic/refused"  # the stat that says why (its exit code: commands/crawl.py)
 END_GRACE = 120.0  # seconds the crawl's end waits for the process beyond the last pass's bound
+KILL_GRACE = 10.0  # seconds the crawl's end waits for the process to exit once it has said bye, or been killed
 
 
 def log_level(settings: BaseSettings) -> int:
@@ -124,19 +134,39 @@ class PassageSync:
         self.reader.start()
 
     def _read(self) -> None:
+        """What the process says, until it leaves; what this process cannot take (a message over
+        MESSAGE_LIMIT, not JSON, nested too deep, a value that breaks its handling) ends it: a
+        reader that died would leave it unread, blocked on a full pair, and the crawl's end
+        waiting for it."""
         assert self.channel is not None and self.process is not None
         while True:
             try:
                 message = self.channel.receive()
-            except (EOFError, OSError, ValueError):  # it has left (or said nonsense: it is ended)
+            except EOFError:  # it has left
                 break
-            self.received(message)
+            except (OSError, ValueError) as exc:
+                self._stop_for(type(exc).__name__)
+                return
+            try:
+                self.received(message)
+            except Exception as exc:  # noqa: BLE001 - whatever it said: the crawl goes on, the process is ended
+                self._stop_for(type(exc).__name__)
+                return
         if self.cpu_seconds is None:  # no bye: it failed (or was killed) before the crawl's end
-            self.process.kill()  # what said nonsense, if it lives
+            self.process.kill()
             logger.warning(
                 "The passes' process has ended (exit code %d); passages are left for the next crawl or `scrapy embed`",
                 self.process.wait(),
             )
+
+    def _stop_for(self, what: str) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        logger.warning(
+            "The passes' process said what the crawl cannot read (%s); it is stopped, passages are left for the next crawl or `scrapy embed`",
+            what,
+        )
 
     def received(self, message: dict[str, Any]) -> None:
         """One message of the passes' process (pass_process.py says which), on the reader's thread."""
@@ -144,25 +174,27 @@ class PassageSync:
         stats = self.crawler.stats
         if kind == "log":
             record = record_of(message)
-            target = logging.getLogger(record.name)
+            target = logger_for(record)
             if target.isEnabledFor(record.levelno):
                 target.handle(record)
         elif kind == "pass" and stats is not None:
             stats.inc_value("semantic/runs")  # passes (a stat named so would be masked)
             for name in COUNTERS:
-                number = message.get(name)
-                stats.inc_value(f"semantic/{name}", number if isinstance(number, int) else 0)
+                stats.inc_value(f"semantic/{name}", count_of(message.get(name)))
         elif kind == "ready" and stats is not None:
-            stats.set_value("semantic/model", str(message.get("model", "")))
+            stats.set_value("semantic/model", text_of(message.get("model", ""), NAME_LIMIT))
         elif kind == "refused":
-            reason = str(message.get("reason", ""))
+            reason = text_of(message.get("reason", ""))
             logger.error("Semantic search's model is refused: %s; the crawl stops", reason)
             if stats is not None:
                 stats.set_value(MODEL_REFUSED, reason or "refused")
             self._close_from_thread()
         elif kind == "bye":
             seconds = message.get("cpu_seconds")
-            self.cpu_seconds = float(seconds) if isinstance(seconds, (int, float)) else None
+            if type(seconds) is float and math.isfinite(seconds) and seconds >= 0:
+                self.cpu_seconds = seconds
+            elif type(seconds) is int and 0 <= seconds < 1 << 53:
+                self.cpu_seconds = float(seconds)
 
     def _close_from_thread(self) -> None:
         """The spider closed as refused (REFUSED), from the reader's thread."""
@@ -188,6 +220,10 @@ class PassageSync:
             await asyncio.to_thread(self._end)
 
     def _end(self) -> None:
+        """Every wait bounded: the reader's (the process's bye, then its end of the pair closed)
+        by the last pass's bound and END_GRACE, the process's exit by KILL_GRACE; then it is
+        killed, and the pair shut, which ends the reader even where a descendant of the
+        process holds its end."""
         assert self.process is not None and self.channel is not None and self.reader is not None
         try:
             self.channel.send("end", final_seconds=self.final_seconds)
@@ -197,9 +233,17 @@ class PassageSync:
         if self.reader.is_alive():
             logger.warning("The passes' process did not end %.0f s after its last pass's bound; it is stopped", END_GRACE)
             self.process.kill()
-            self.reader.join()
-        self.process.wait()
-        self.channel.close()
+            self.channel.shutdown()
+            self.reader.join(KILL_GRACE)
+        try:
+            self.process.wait(KILL_GRACE)
+        except subprocess.TimeoutExpired:  # its end of the pair closed, and it lives on
+            self.process.kill()
+            self.process.wait()
+        if self.reader.is_alive():  # blocked still: its descriptor is not closed under it (nor reused)
+            logger.warning("The passes' process's reader did not end; it is left")
+        else:
+            self.channel.close()
         if self.cpu_seconds is not None:
             if self.crawler.stats is not None:
                 self.crawler.stats.set_value("semantic/cpu_seconds", self.cpu_seconds)

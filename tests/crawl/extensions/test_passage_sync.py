@@ -7,10 +7,15 @@ the crawl does. Here without Solr or a model (tests/e2e/test_semantic_crawls.py 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -21,13 +26,17 @@ from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED, PassageSync
 from searchcrawl.semantic.pass_process import (
     PASS_NICENESS,
     PASS_THREADS,
+    TEXT_LIMIT,
+    Forward,
     PassChannel,
     Passes,
     PassSettings,
     at_the_end,
+    channel_of,
     record_of,
     start,
 )
+from searchcrawl.system import secrets
 from searchcrawl.system.processes import lower_priority
 from searchcrawl.system.secrets import SECRET_NAME
 from tests.conftest import fresh_python
@@ -135,8 +144,8 @@ def test_the_passes_are_told_solr_as_the_crawl_reaches_it(monkeypatch) -> None:
     assert log_level(Settings({"LOG_LEVEL": 10})) == logging.DEBUG and log_level(Settings({"LOG_LEVEL": "x"})) == logging.INFO
 
 
-def started(tmp_path: Path, **changes: object) -> tuple[object, PassChannel]:
-    settings = PassSettings(
+def started_settings() -> PassSettings:
+    return PassSettings(
         source="intranet",
         embeddings=UNREACHABLE_MODEL,
         embed_timeout=5,
@@ -147,7 +156,10 @@ def started(tmp_path: Path, **changes: object) -> tuple[object, PassChannel]:
         solr_auth=("crawler", "s3cret-of-solr"),
         parent=os.getpid(),
     )
-    return start(PassSettings(**{**settings.__dict__, **changes}))
+
+
+def started(tmp_path: Path, **changes: object) -> tuple[object, PassChannel]:
+    return start(PassSettings(**{**started_settings().__dict__, **changes}))
 
 
 def said_until(channel: PassChannel, kind: str) -> list[dict[str, object]]:
@@ -275,7 +287,170 @@ def test_a_log_message_becomes_a_record_of_the_crawls_log() -> None:
         "searchcrawl.x",
         40,
         "ERROR",
-        "failed %s\nTraceback ...",
+        "failed %s\n  Traceback ...",
     )
     odd = record_of({"level": "loud", "message": 3})
     assert (odd.name, odd.levelno, odd.getMessage()) == ("searchcrawl.semantic.pass_process", logging.WARNING, "3")
+
+
+# --- what the passes' process says is data: it reads hostile documents and runs a model ----------
+
+
+def sleeper() -> subprocess.Popen[bytes]:
+    """A process in the passes' process's place that says nothing and does not leave."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+def paired() -> tuple[PassChannel, PassChannel]:
+    ours, theirs = socket.socketpair()
+    return PassChannel(Connection(ours.detach())), PassChannel(Connection(theirs.detach()))
+
+
+def reading(extension: PassageSync, process: subprocess.Popen[bytes], channel: PassChannel) -> threading.Thread:
+    extension.process, extension.channel = process, channel
+    extension.reader = threading.Thread(target=extension._read, daemon=True)
+    extension.reader.start()
+    return extension.reader
+
+
+@pytest.mark.parametrize("breaks", ["the parser", "its handling"])
+def test_a_message_the_crawl_cannot_take_ends_the_process_not_the_reader(breaks: str) -> None:
+    """The reader that died of it (a RecursionError of JSON nested 200,000 deep, well within
+    MESSAGE_LIMIT) left the process unread (blocked once the pair filled) and alive, and the
+    crawl's end waited for its exit without a bound."""
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    said = b"[" * 200_000 if breaks == "the parser" else json.dumps({"kind": "pass"}).encode()
+    if breaks == "its handling":
+        extension.crawler.stats = None  # type: ignore[assignment]
+        extension.received = lambda _message: 1 / 0  # type: ignore[assignment,method-assign]
+    process, (ours, theirs) = sleeper(), paired()
+    try:
+        reader = reading(extension, process, ours)
+        theirs.connection.send_bytes(said)
+        reader.join(30)
+        assert not reader.is_alive() and process.returncode is not None  # killed and reaped
+    finally:
+        process.kill()
+        process.wait()
+        theirs.close()
+
+
+def test_the_crawls_end_is_bounded_when_the_pair_stays_open(monkeypatch) -> None:
+    """A process that neither says bye nor leaves, its end of the pair held elsewhere too (a
+    descendant): killed after the bound, and the reader woken, so the crawl ends."""
+    import searchcrawl.crawl.extensions.passage_sync as passage_sync
+
+    monkeypatch.setattr(passage_sync, "END_GRACE", 0.2)
+    monkeypatch.setattr(passage_sync, "KILL_GRACE", 5.0)
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 0)  # type: ignore[arg-type]
+    process, (ours, theirs) = sleeper(), paired()  # theirs: held open by this test, as by a descendant
+    try:
+        reader = reading(extension, process, ours)
+        ending = threading.Thread(target=extension._end, daemon=True)
+        ending.start()
+        ending.join(60)
+        assert not ending.is_alive(), "the crawl's end waits for ever"
+        assert process.returncode is not None and not reader.is_alive()
+    finally:
+        process.kill()
+        process.wait()
+        theirs.close()
+
+
+def test_the_process_does_not_hand_its_end_of_the_pair_to_a_program_it_runs() -> None:
+    ours, theirs = socket.socketpair()
+    try:
+        os.set_inheritable(theirs.fileno(), True)  # as pass_fds leaves it in the process
+        channel = channel_of(str(theirs.detach()))
+        assert not os.get_inheritable(channel.connection.fileno())
+        channel.close()
+    finally:
+        ours.close()
+
+
+def test_log_lines_of_the_process_forge_no_line_of_the_crawls_log_and_make_no_logger(caplog) -> None:
+    forged = "2026-11-29 07:00:00 [scrapy.core.engine] INFO: Spider closed (finished)"
+    record = record_of(
+        {
+            "name": "searchcrawl.x\n" + forged,
+            "level": 30,
+            "message": "a page said\n" + forged + "\r\x1b[2J" + "x" * 100_000,
+            "traceback": "Traceback (most recent call last):\nValueError: bad\n" + forged,
+        }
+    )
+    text = record.getMessage()
+    assert record.name == "searchcrawl.semantic.pass_process"  # not a dotted name: this module's
+    assert not any(line.startswith("2026") for line in text.splitlines())
+    assert "\r" not in text and "\x1b" not in text and len(text) < TEXT_LIMIT + 200
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO):
+        for number in range(3):
+            extension.received({"kind": "log", "name": f"made.up{number}", "level": 30, "message": "hello"})
+    assert not any(name.startswith("made.up") for name in logging.Logger.manager.loggerDict)
+    assert [r.name for r in caplog.records] == ["made.up0", "made.up1", "made.up2"]
+
+
+def test_what_the_process_says_for_the_stats_is_bounded() -> None:
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    extension._close_from_thread = lambda: None  # type: ignore[method-assign]
+    extension.received({"kind": "pass", "documents": True, "embedded": -5, "reused": 10**30, "updated": 1.5, "deleted": 2})
+    stats = crawler.stats.values
+    assert [stats[f"semantic/{name}"] for name in ("documents", "embedded", "reused", "updated", "deleted")] == [0, 0, 0, 0, 2]
+    extension.received({"kind": "ready", "model": "m" * 10_000})
+    extension.received({"kind": "refused", "reason": "no\nmodel" + "r" * 10_000})
+    assert len(str(stats["semantic/model"])) <= 200 and len(str(stats[MODEL_REFUSED])) <= TEXT_LIMIT + 10
+    assert "\n" not in str(stats[MODEL_REFUSED])
+    for nonsense in (float("nan"), -1.0, "12", 10**400):  # 10**400: an OverflowError as a float
+        extension.received({"kind": "bye", "cpu_seconds": nonsense})
+    assert extension.cpu_seconds is None
+
+
+def test_the_process_masks_the_secrets_it_alone_knows() -> None:
+    """The embeddings server's key is read by the passes' process alone (the crawl's masking does
+    not know it); Solr's password it is told. Neither leaves it in a log record."""
+    sent: list[dict[str, object]] = []
+    channel = type("Channel", (), {"send": lambda _self, kind, **fields: sent.append({"kind": kind, **fields})})()
+    settings = PassSettings.from_message({**started_settings().__dict__, "solr_auth": ["crawler", "s3cret-told"]})
+    secrets.remember("sk-only-the-passes-know")  # as embedders.secret(API_KEY) does there
+    record = logging.LogRecord(
+        "x", logging.WARNING, __file__, 1, "server said %s and %s", ("sk-only-the-passes-know", "s3cret-told"), None
+    )
+    Forward(channel).emit(record)  # type: ignore[arg-type]
+    assert settings.solr_auth == ("crawler", "s3cret-told")
+    assert "sk-only" not in str(sent) and "s3cret-told" not in str(sent) and "***" in str(sent[0]["message"])
+
+
+def test_the_process_is_not_given_the_crawls_other_secrets(monkeypatch, tmp_path) -> None:
+    """Its /proc/<pid>/environ holds none of the secrets it does not need (it reads hostile
+    documents and runs a model)."""
+    monkeypatch.setenv("SEARCHCRAWL_DB_PASSWORD", "db-s3cret-value")
+    monkeypatch.setenv("SEARCHCRAWL_SOLR_PASSWORD", "solr-s3cret-value")
+    process, channel = started(tmp_path)
+    try:
+        environment = Path(f"/proc/{process.pid}/environ").read_bytes()  # type: ignore[attr-defined]
+        assert b"s3cret-value" not in environment and b"PYTHONPATH=" in environment
+    finally:
+        channel.close()
+    assert process.wait(timeout=60) == 0  # type: ignore[attr-defined]
+
+
+def test_a_process_that_is_not_told_its_settings_is_not_left_behind(monkeypatch) -> None:
+    made: list[subprocess.Popen[bytes]] = []
+    real = subprocess.Popen
+
+    def recorded(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        made.append(real(*args, **kwargs))  # type: ignore[call-overload]
+        return made[-1]
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise BrokenPipeError("gone")
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)
+    monkeypatch.setattr(PassChannel, "send", broken)
+    with pytest.raises(OSError):
+        start(started_settings())
+    assert len(made) == 1 and made[0].returncode is not None  # ended and reaped
