@@ -34,11 +34,20 @@ argument; nothing secret on a command line) carrying JSON objects, each with its
   after all: words only), ``pass`` (a pass's counters, for the crawl's stats), and ``bye`` (its
   CPU seconds) just before it exits.
 
+What the process says is data to the crawl, never trusted (it reads hostile documents and runs a
+model): a message of MESSAGE_LIMIT bytes at most, whose log records, counters and texts the crawl
+bounds and makes printable (crawl/extensions/passage_sync.py ``record_of``); a message the crawl
+cannot read ends the process. The process masks the secrets it alone knows
+(``Forward``: the embeddings server's key, read here) and is started without the crawl's secrets
+in its environment (``UNNEEDED_SECRETS``).
+
 The process ends with the crawl: when the crawl's end of the pair closes (its exit, even by
 SIGKILL) the process leaves at once, whatever a pass was doing (a document is marked done only
 once its passages are written, so the next pass redoes what was cut short), and Linux sends it
 SIGTERM when the crawl dies (``die_with_parent``: while the last pass runs, the main thread is
-not reading the pair). Ctrl-C reaches the terminal's whole group: the process ignores SIGINT, and
+not reading the pair). Its end of the pair is not inherited by a program it runs (``channel_of``),
+and the crawl's end waits for it within bounds, then kills it and shuts the pair (passage_sync.py
+``_end``). Ctrl-C reaches the terminal's whole group: the process ignores SIGINT, and
 the crawl, which stops gracefully, asks for the last pass as ever.
 """
 
@@ -47,7 +56,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import resource
 import signal
 import socket
@@ -60,7 +68,6 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from searchcrawl.ops.terminal import printable
 from searchcrawl.system import secrets
 from searchcrawl.system.processes import die_with_parent, lower_priority
 
@@ -73,13 +80,6 @@ PASS_THREADS = 1  # ONNX Runtime's threads for a crawl's passes
 PASS_NICENESS = 10  # added to the passes' thread's nice value while the crawl runs
 MESSAGE_LIMIT = 1 << 20  # bytes of one message at most (a log record with its traceback)
 COUNTERS = ("documents", "embedded", "reused", "updated", "deleted", "skipped")  # SyncResult's, a pass's
-# What the crawl takes of what the process says (it reads hostile documents and runs a model: its
-# words are data): a logger's name, a log line's text, its traceback, a stat's text, a counter.
-LOGGER_NAME = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*", re.ASCII)
-NAME_LIMIT = 200
-TEXT_LIMIT = 4000
-TRACEBACK_LIMIT = 16000
-COUNT_LIMIT = 1 << 53
 
 
 @dataclass(frozen=True)
@@ -149,48 +149,6 @@ class PassChannel:
 
 def counters_of(result: SyncResult) -> dict[str, int]:
     return {name: int(getattr(result, name)) for name in COUNTERS}
-
-
-def text_of(value: object, limit: int = TEXT_LIMIT) -> str:
-    """What the process said as one inert line of at most ``limit`` characters (its control
-    characters escaped: ops/terminal.py ``printable``): no line of the crawl's log is forged."""
-    return printable(str(value)[:limit])
-
-
-def count_of(value: object) -> int:
-    """A counter the process said: a whole number from 0 below COUNT_LIMIT, else 0."""
-    return value if type(value) is int and 0 <= value < COUNT_LIMIT else 0
-
-
-def record_of(message: dict[str, Any]) -> logging.LogRecord:
-    """A ``log`` message as a record of the crawl's log: the passes' logger's name (a dotted name,
-    else this module's) and level, the text as the process formatted it, one line, its traceback
-    after it, each line indented (none starts as a line of the log does)."""
-    level = message.get("level")
-    level = level if type(level) is int and 0 < level <= logging.CRITICAL else logging.WARNING
-    name = message.get("name")
-    name = name if isinstance(name, str) and len(name) <= NAME_LIMIT and LOGGER_NAME.fullmatch(name) else logger.name
-    text = text_of(message.get("message", ""))
-    trace = message.get("traceback")
-    if trace:
-        text += "".join(f"\n  {printable(line)}" for line in str(trace)[-TRACEBACK_LIMIT:].splitlines())
-    return logging.makeLogRecord(
-        {
-            "name": name,
-            "levelno": level,
-            "levelname": logging.getLevelName(level),
-            "msg": "%s",
-            "args": (text,),
-        }
-    )
-
-
-def logger_for(record: logging.LogRecord) -> logging.Logger:
-    """The crawl's logger a record of the passes' process goes through: the one of its name when
-    the crawl has it (its level, its filters), else this module's. A name the process chose makes
-    no logger: logging keeps every logger for the life of the process."""
-    known = logging.Logger.manager.loggerDict.get(record.name)
-    return known if isinstance(known, logging.Logger) else logger
 
 
 # --- the crawl's side -------------------------------------------------------------------------------

@@ -27,7 +27,10 @@ refused (``embeddings_refused``; its run resumes with the next crawl), and exits
 that came after its last page (commands/crawl.py ``exit_code``). The passes'
 log lines reach the crawl's log, their counters its stats (``semantic/...``: not "passages/",
 whose "PASS" the log's masking takes for a password's name), and the process's CPU seconds are
-said at the end (``semantic/cpu_seconds``).
+said at the end (``semantic/cpu_seconds``): the last pass's counters and these come after Scrapy's
+stats dump (engine_stopped follows it), in the crawler's stats all the same. What the process says
+is data (pass_process.py): a message this process cannot take ends it, and the crawl's end waits
+for it within bounds (``_end``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import asyncio
 import logging
 import math
 import os
+import re
 import subprocess
 import threading
 from typing import Any, Self
@@ -47,17 +51,9 @@ from scrapy.settings import BaseSettings
 
 from searchcrawl.crawl.stores import source_of
 from searchcrawl.ops.local_fleet import started_by_a_crawl
-from searchcrawl.semantic.pass_process import (
-    COUNTERS,
-    NAME_LIMIT,
-    PassChannel,
-    PassSettings,
-    count_of,
-    logger_for,
-    record_of,
-    start,
-    text_of,
-)
+from searchcrawl.ops.terminal import printable
+from searchcrawl.semantic.pass_process import COUNTERS, PassChannel, PassSettings, start
+from searchcrawl.semantic.pass_process import logger as passes_logger
 from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
@@ -65,6 +61,13 @@ REFUSED = "embeddings_refused"  # the close reason of a crawl whose model its pa
 MODEL_REFUSED = "semantic/refused"  # the stat that says why (its exit code: commands/crawl.py)
 END_GRACE = 120.0  # seconds the crawl's end waits for the process beyond the last pass's bound
 KILL_GRACE = 10.0  # seconds the crawl's end waits for the process to exit once it has said bye, or been killed
+# What the crawl takes of what the passes' process says (it reads hostile documents and runs a
+# model: its words are data): a logger's name, a log line's text, its traceback, a stat's text, a counter.
+LOGGER_NAME = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*", re.ASCII)
+NAME_LIMIT = 200
+TEXT_LIMIT = 4000
+TRACEBACK_LIMIT = 16000
+COUNT_LIMIT = 1 << 53
 
 
 def log_level(settings: BaseSettings) -> int:
@@ -74,6 +77,48 @@ def log_level(settings: BaseSettings) -> int:
         return value
     number = logging.getLevelName(str(value).strip().upper())
     return number if isinstance(number, int) else logging.INFO
+
+
+def text_of(value: object, limit: int = TEXT_LIMIT) -> str:
+    """What the process said as one inert line of at most ``limit`` characters (its control
+    characters escaped: ops/terminal.py ``printable``): no line of the crawl's log is forged."""
+    return printable(str(value)[:limit])
+
+
+def count_of(value: object) -> int:
+    """A counter the process said: a whole number from 0 below COUNT_LIMIT, else 0."""
+    return value if type(value) is int and 0 <= value < COUNT_LIMIT else 0
+
+
+def record_of(message: dict[str, Any]) -> logging.LogRecord:
+    """A ``log`` message as a record of the crawl's log: the passes' logger's name (a dotted name,
+    else pass_process.py's) and level, the text as the process formatted it, one line, its
+    traceback after it, each line indented (none starts as a line of the log does)."""
+    level = message.get("level")
+    level = level if type(level) is int and 0 < level <= logging.CRITICAL else logging.WARNING
+    name = message.get("name")
+    name = name if isinstance(name, str) and len(name) <= NAME_LIMIT and LOGGER_NAME.fullmatch(name) else passes_logger.name
+    text = text_of(message.get("message", ""))
+    trace = message.get("traceback")
+    if trace:
+        text += "".join(f"\n  {printable(line)}" for line in str(trace)[-TRACEBACK_LIMIT:].splitlines())
+    return logging.makeLogRecord(
+        {
+            "name": name,
+            "levelno": level,
+            "levelname": logging.getLevelName(level),
+            "msg": "%s",
+            "args": (text,),
+        }
+    )
+
+
+def logger_for(record: logging.LogRecord) -> logging.Logger:
+    """The crawl's logger a record of the passes' process goes through: the one of its name when
+    the crawl has it (its level, its filters), else the passes' own. A name the process chose makes
+    no logger: logging keeps every logger for the life of the process."""
+    known = logging.Logger.manager.loggerDict.get(record.name)
+    return known if isinstance(known, logging.Logger) else passes_logger
 
 
 def pass_settings(settings: BaseSettings, source: str, pid: int) -> PassSettings:

@@ -22,18 +22,23 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-from searchcrawl.crawl.extensions.passage_sync import MODEL_REFUSED, PassageSync, log_level, pass_settings
+from searchcrawl.crawl.extensions.passage_sync import (
+    MODEL_REFUSED,
+    TEXT_LIMIT,
+    PassageSync,
+    log_level,
+    pass_settings,
+    record_of,
+)
 from searchcrawl.semantic.pass_process import (
     PASS_NICENESS,
     PASS_THREADS,
-    TEXT_LIMIT,
     Forward,
     PassChannel,
     Passes,
     PassSettings,
     at_the_end,
     channel_of,
-    record_of,
     start,
 )
 from searchcrawl.system import secrets
