@@ -145,6 +145,7 @@ class PassageSync:
         self.channel: PassChannel | None = None
         self.reader: threading.Thread | None = None
         self.cpu_seconds: float | None = None  # the process's, said as it leaves
+        self.engine_ran = False  # else no engine_stopped comes: the spider's close ends the process
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -164,6 +165,8 @@ class PassageSync:
             settings.getfloat("SEARCHCRAWL_EMBED_FINAL_SECONDS"),
         )
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.engine_stopped, signal=signals.engine_stopped)
         return extension
 
@@ -257,6 +260,19 @@ class PassageSync:
                 await engine.close_spider_async(reason=REFUSED)  # one closing already: awaited
         except RuntimeError:  # the spider has closed: the crawl's exit code says the refusal (MODEL_REFUSED)
             pass
+
+    def engine_started(self) -> None:
+        self.engine_ran = True
+
+    async def spider_closed(self) -> None:
+        """A spider closed before its engine started (a CloseSpider as it opened: no run for this
+        process, crawl/frontier_scheduler.py) gets no engine_stopped from Scrapy: its passes'
+        process, which would otherwise load the model and pass over the source beside the crawl
+        that has the run until this process exits, ends here, with no last pass (nothing pushed)."""
+        if self.process is not None and not self.engine_ran:
+            self.final_seconds = 0
+            await asyncio.to_thread(self._end)
+            self.process = None
 
     async def engine_stopped(self) -> None:
         """The last pass, after the run's last push: the documents it pushed have passages when

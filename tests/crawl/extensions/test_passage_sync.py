@@ -183,6 +183,7 @@ def test_the_passes_process_is_told_through_its_pipe_and_leaves_when_the_crawl_d
         messages = said_until(channel, "ready")
         command_line = Path(f"/proc/{process.pid}/cmdline").read_bytes()  # type: ignore[attr-defined]
         assert b"s3cret" not in command_line and b"searchcrawl.semantic.pass_process" in command_line
+        assert not os.get_inheritable(channel.connection.fileno())  # no program the crawl runs holds the pair
         warnings = [m for m in messages if m["kind"] == "log" and m["level"] == logging.WARNING]
         assert any("does not answer now" in str(m["message"]) for m in warnings), messages
     finally:
@@ -459,3 +460,28 @@ def test_a_process_that_is_not_told_its_settings_is_not_left_behind(monkeypatch)
     with pytest.raises(OSError):
         start(started_settings())
     assert len(made) == 1 and made[0].returncode is not None  # ended and reaped
+
+
+def test_a_spider_closed_before_its_engine_started_ends_its_passes_process(tmp_path) -> None:
+    """A CloseSpider as the spider opens (no run for this process) closes it with no
+    engine_started nor engine_stopped (Scrapy's crawl_async): the process is ended at the
+    spider's close, not left to load the model and pass over the source until the crawl exits.
+    A spider closed after its engine started leaves the end to engine_stopped (the last pass)."""
+    import asyncio
+
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    for engine_started in (True, False):
+        extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+        process, channel = started(tmp_path)
+        try:
+            reading(extension, process, channel)  # type: ignore[arg-type]
+            if engine_started:
+                extension.engine_started()
+            asyncio.run(extension.spider_closed())
+            assert (process.poll() is None) is engine_started  # type: ignore[attr-defined]
+            if engine_started:
+                asyncio.run(extension.engine_stopped())
+            assert process.returncode == 0  # type: ignore[attr-defined]
+        finally:
+            process.kill()  # type: ignore[attr-defined]
+            process.wait()  # type: ignore[attr-defined]
