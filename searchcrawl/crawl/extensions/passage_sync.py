@@ -68,6 +68,12 @@ NAME_LIMIT = 200
 TEXT_LIMIT = 4000
 TRACEBACK_LIMIT = 16000
 COUNT_LIMIT = 1 << 53
+# The log lines of the passes' process a crawl relays at most: what its passes say in a crawl is a
+# few lines a pass (progress, a model that fails, once); past this many the rest are dropped and
+# counted (LOG_DROPPED), said once, so that a process whose words are a hostile document's cannot
+# fill the crawl's log or its disk.
+LOG_LINES = 1000
+LOG_DROPPED = "semantic/log_lines_dropped"
 
 
 def log_level(settings: BaseSettings) -> int:
@@ -146,6 +152,7 @@ class PassageSync:
         self.reader: threading.Thread | None = None
         self.cpu_seconds: float | None = None  # the process's, said as it leaves
         self.engine_ran = False  # else no engine_stopped comes: the spider's close ends the process
+        self.log_lines = 0  # relayed so far (LOG_LINES at most)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -221,6 +228,17 @@ class PassageSync:
         kind = message.get("kind")
         stats = self.crawler.stats
         if kind == "log":
+            if self.log_lines >= LOG_LINES:
+                if stats is not None:
+                    stats.inc_value(LOG_DROPPED)
+                return
+            self.log_lines += 1
+            if self.log_lines == LOG_LINES:
+                logger.warning(
+                    "The passes' process has said %d log lines; the crawl relays no more of them (%s counts them)",
+                    LOG_LINES,
+                    LOG_DROPPED,
+                )
             record = record_of(message)
             target = logger_for(record)
             if target.isEnabledFor(record.levelno):

@@ -22,7 +22,9 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
+from searchcrawl.crawl.extensions import passage_sync
 from searchcrawl.crawl.extensions.passage_sync import (
+    LOG_DROPPED,
     MODEL_REFUSED,
     TEXT_LIMIT,
     PassageSync,
@@ -397,6 +399,21 @@ def test_log_lines_of_the_process_forge_no_line_of_the_crawls_log_and_make_no_lo
             extension.received({"kind": "log", "name": f"made.up{number}", "level": 30, "message": "hello"})
     assert not any(name.startswith("made.up") for name in logging.Logger.manager.loggerDict)
     assert [r.name for r in caplog.records] == ["made.up0", "made.up1", "made.up2"]
+
+
+def test_the_log_lines_the_process_may_say_in_a_crawl_are_bounded(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(passage_sync, "LOG_LINES", 5)
+    crawler = Crawler({"SEARCHCRAWL_EMBEDDINGS": "bge-small"})
+    extension = PassageSync(crawler, pass_settings(crawler.settings, "intranet", 1), 600)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO):
+        for number in range(100):
+            extension.received(
+                {"kind": "log", "name": "searchcrawl.semantic.passage_index", "level": 30, "message": f"line {number}"}
+            )
+    relayed = [r.getMessage() for r in caplog.records if r.name == "searchcrawl.semantic.passage_index"]
+    assert relayed == [f"line {number}" for number in range(5)]
+    assert sum("relays no more" in r.getMessage() for r in caplog.records) == 1
+    assert crawler.stats.values[LOG_DROPPED] == 95
 
 
 def test_what_the_process_says_for_the_stats_is_bounded() -> None:
