@@ -21,7 +21,8 @@ export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 # (9 min 25 s and 10 min 21 s against 10 min 39 s and 11 min 42 s) but not in CI (11 min 4 s),
 # and the fleet's politeness test, whose tolerances were measured with three, failed under four. --dist loadgroup hands out one test at a
 # time (the default sends each worker a quarter of its share at once, so one worker got every long
-# crawl), and keeps the tests marked xdist_group("...") on one worker, which starts their JVM once.
+# crawl), and keeps the tests marked xdist_group("...") on one worker, which starts their JVM or
+# server once (tests/conftest.py: GROUPED_E2E, the Samba domain's four files among them).
 # --no-loadscope-reorder keeps the order tests/conftest.py gives (the longest first): by default
 # pytest-xdist hands out the groups of the most tests first, so the unit-test files went before
 # the end-to-end crawls, and the longest crawls ran last.

@@ -450,21 +450,48 @@ def serve() -> Iterator:
 
 # --- Order: the longest first ------------------------------------------------------------------
 
-LONGEST = ("tests/e2e/test_sequences.py", "tests/e2e/test_scale_out.py", "tests/e2e/test_wheel.py")
-# The unit-test files of the most seconds (language models, Hypothesis properties, whole sites
-# through html-text, a pytest of its own, processes sharing one database), longest first: first
-# in the unit layer, for the same reason; last, one of them ran alone on a 2-core machine.
-LONGEST_UNITS = (  # measured 2026-11-25, the servers' tests moved to tests/e2e (issue 54)
-    "tests/content/test_language_detection.py",
+# The end-to-end files of the longest work units, longest first: the groups that one worker runs
+# whole (a group goes where its first test is: pytest-xdist hands it out as one unit) and the
+# files of the longest single tests. Measured 2026-11-29 (docs/architecture.md, Tests), seconds of
+# the whole run at a load average of 13-23 (about three times CI's): the wheel's and the demo's
+# group 399 s (with two venvs built then, one now), the Samba domain's 379 s (three domains
+# started then, one now), scrapyd's 355 s, Redmine's 335 s, the SolrCloud's 190 s, the sequences
+# 63-154 s each, gitolite's group 149 s, DokuWiki's 146 s, the benchmarks' smoke runs and the
+# local processes 57-117 s each. Started last, one of them ran alone at the end of the crawls.
+LONGEST = (
+    "tests/e2e/test_wheel.py",
+    "tests/e2e/test_smb_crawls.py",
+    "tests/e2e/test_kerberos_sign_on.py",
+    "tests/e2e/test_smb_share_security.py",
+    "tests/e2e/test_samba_domain.py",
+    "tests/e2e/test_operations.py",
+    "tests/e2e/test_redmine_sources.py",
+    "tests/e2e/test_scale_out.py",
+    "tests/e2e/test_sequences.py",
+    "tests/e2e/test_git_sources.py",
+    "tests/e2e/test_dokuwiki_sources.py",
+    "tests/e2e/test_benchmark.py",
+    "tests/e2e/test_local_processes.py",
+)
+# The unit-test files of the most seconds (Hypothesis properties, language models, processes
+# sharing one database, the code-reading tests, whole sites through html-text, a pytest of its
+# own), longest first: first in the unit layer, for the same reason; last, one of them ran alone
+# on a 2-core machine.
+LONGEST_UNITS = (  # measured 2026-11-29 in a whole run at a load average of 13-23
     "tests/rules/test_properties.py",
-    "tests/test_environment.py",
-    "tests/content/test_links.py",
-    "tests/content/test_nesting.py",
+    "tests/content/test_language_detection.py",
     "tests/store/test_document_table.py",
+    "tests/test_architecture.py",
+    "tests/ops/test_configuration_backup.py",
+    "tests/content/test_nesting.py",
+    "tests/system/test_environment_settings.py",
     "tests/content/test_extract.py",
+    "tests/test_cli.py",
+    "tests/content/test_links.py",
     "tests/agents/test_files.py",
-    "tests/rules/test_sitemap_files.py",
     "tests/agents/test_mail.py",
+    "tests/store/test_one_writer.py",
+    "tests/test_environment.py",
     "tests/agents/test_sql.py",
     "tests/crawl/test_frontier_scheduler.py",
 )
@@ -475,10 +502,29 @@ LONGEST_UNITS = (  # measured 2026-11-25, the servers' tests moved to tests/e2e 
 # so that its module-scoped fixtures (unpacked corpora, language models) are built once, not once
 # per worker.
 WAITING_UNITS = ("tests/crawl/middlewares/test_site_pause.py",)
-# The end-to-end files of one component against a real server whose module-scoped fixtures are
-# costly (the converter's worker processes, Tika's corpus and converter, a CA): each a group of its
-# own, as a unit-test file is, so that they are built once, not once per worker.
-GROUPED_E2E = ("tests/e2e/test_convert_workers.py", "tests/e2e/test_tika_client.py", "tests/e2e/test_tls.py")
+# The end-to-end files whose fixtures are costly, and the group each runs in (one worker): the
+# fixtures are built once, not once per worker that runs one of their tests. Module-scoped ones
+# (the converter's worker processes, Tika's corpus and converter, a CA, the secure search's four
+# sources crawled, the relevance tests' Solr core) and the per-worker servers
+# (session-scoped: "this worker's ...") that only these files use: the Samba domain (provisioned
+# and started in 60-80 s of a loaded machine), Redmine (Rails), gitolite behind Apache, DokuWiki
+# on PHP (and the module's DokuWiki on LDAP), Apache's WebDAV. Spread over three workers, a run
+# started the Samba domain twice and DokuWiki three times.
+GROUPED_E2E = {
+    "tests/e2e/test_convert_workers.py": "tests/e2e/test_convert_workers.py",
+    "tests/e2e/test_tika_client.py": "tests/e2e/test_tika_client.py",
+    "tests/e2e/test_tls.py": "tests/e2e/test_tls.py",
+    "tests/e2e/test_secure_search_crawls.py": "tests/e2e/test_secure_search_crawls.py",
+    "tests/e2e/test_relevance.py": "tests/e2e/test_relevance.py",
+    "tests/e2e/test_kerberos_sign_on.py": "samba-domain",
+    "tests/e2e/test_samba_domain.py": "samba-domain",
+    "tests/e2e/test_smb_crawls.py": "samba-domain",
+    "tests/e2e/test_smb_share_security.py": "samba-domain",
+    "tests/e2e/test_redmine_sources.py": "redmine",
+    "tests/e2e/test_git_sources.py": "gitolite",
+    "tests/e2e/test_dokuwiki_sources.py": "dokuwiki",
+    "tests/e2e/test_webdav_sources.py": "webdav",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -504,7 +550,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.nodeid.split("::", 1)[0]
         if (path.startswith("tests/e2e/") and path not in GROUPED_E2E) or item.get_closest_marker("xdist_group") is not None:
             continue
-        item.add_marker(pytest.mark.xdist_group("waiting-units" if path in WAITING_UNITS else path))
+        item.add_marker(pytest.mark.xdist_group("waiting-units" if path in WAITING_UNITS else GROUPED_E2E.get(path, path)))
     items.sort(key=rank)  # stable: the files keep their order within a rank
 
 

@@ -15,7 +15,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.conftest import ROOT, Project, Site, free_port, wait_for
+from tests.conftest import Project, Site, free_port, popen_scrapy, wait_for
 
 WORDS = "anchor beacon cargo dredger ferry gantry jetty mooring pilot quay rudder tugboat".split()
 PASSWORD = "quay-" + uuid.uuid4().hex  # the administrator's, for `scrapy web` started by serve_web
@@ -114,7 +113,10 @@ def harbour_corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> I
 
 def serve_web(project: Project, port: int, *args: str, **environ: str) -> subprocess.Popen[str]:
     """`scrapy web --port N` in the project, ``environ`` added to its environment; waits until
-    it answers. Its crawls save counters every second (tests/web_settings.py)."""
+    it answers. Its crawls save counters every second (tests/web_settings.py). A fork of the
+    worker's fork server, as the tests' other `scrapy` commands are (tests/forkserver.py): the
+    suite starts it 44 times, and a fresh interpreter spent 2.5 s of CPU importing (`scrapy web --help`:
+    2.4-2.5 s of CPU in 5-6 s at a load average of 8-10; forked, 0.3-0.5 s)."""
     env = project.env(
         SCRAPY_SETTINGS_MODULE="tests.web_settings",
         SEARCHCRAWL_WEB_USERNAME="admin",
@@ -122,14 +124,7 @@ def serve_web(project: Project, port: int, *args: str, **environ: str) -> subpro
         **environ,
     )
     log = open(project.data_dir.parent / f"web-{port}.log", "w")  # noqa: SIM115 (closed with the process)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "web", "--port", str(port), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = popen_scrapy(["web", "--port", str(port), *args], env, stdout=log, stderr=subprocess.STDOUT)
 
     def answering() -> bool:
         assert process.poll() is None, (project.data_dir.parent / f"web-{port}.log").read_text()

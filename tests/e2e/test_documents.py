@@ -252,7 +252,8 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
         (root / "index.html").write_text(page("docs", "".join(f'<a href="{doc}">{doc}</a> ' for doc in names)))
         site = serve(root)
         name = f"tikaout-{uuid.uuid4().hex[:8]}"
-        project.source(name, f'seeds = ["{site.url}index.html"]\ndelay = 0.5\nconcurrent_per_site = 1\n')
+        seeds = f'seeds = ["{site.url}index.html"]\n'
+        project.source(name, seeds)
         assert project.scrapy("crawl", name, **tika_env).returncode == 0
         assert {doc["content"] for doc in solr_docs(solr, name) if doc["url"].endswith(".docx")} == {
             f"first version of document {n}" for n in range(12)
@@ -261,6 +262,8 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
         for n, doc in enumerate(names):
             write_docx(root / doc, f"second version of document {n}")
         site.requests.clear()
+        # this crawl only is slow (half a second a request, one at a time): Tika stops in its middle
+        project.source(name, seeds + "delay = 0.5\nconcurrent_per_site = 1\n")
         crawl = subprocess.Popen(
             [sys.executable, "-m", "scrapy", "crawl", name],
             cwd=ROOT,
@@ -285,6 +288,7 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
         for doc in set(names) - set(unavailable):
             assert content[doc].startswith("second version"), content[doc]
         tika.start()
+        project.source(name, seeds)
         assert project.scrapy("crawl", name, **tika_env).returncode == 0
         table = project.table()
         assert {table.get(name, site.url + doc)["status"] for doc in unavailable} == {200}  # converted now

@@ -23,6 +23,12 @@ from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, free_port, free_p
 from tests.conftest import ROOT, wait_for
 from tests.test_packages import setuptools_config
 
+# One worker runs the module: its wheel and venv (module-scoped: a wheel build, a venv and pip's
+# install of every dependency, 1.5 min of a loaded machine) are made once, not once per worker
+# that runs one of its tests (two did, when only the demo's test was in the group). The group is
+# the demo's: `scrapy demo` serves the example intranet on its one port, 8765.
+pytestmark = pytest.mark.xdist_group("demo-site")
+
 # What a wheel is built from: a copy of these, so the build writes nothing into the checkout and no
 # stale build/ of the checkout leaks into the wheel.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "searchcrawl", "solr")
@@ -170,7 +176,6 @@ def finish(process: subprocess.Popen[str], timeout: float = 600) -> tuple[str, s
     return stdout, stderr
 
 
-@pytest.mark.xdist_group("demo-site")  # `scrapy demo` serves the example intranet on its one port, 8765
 @pytest.mark.slow
 def test_the_installed_wheel_runs_solr_the_collection_command_and_the_demo(venv: Path, installed: dict) -> None:
     env, work = installed["env"], installed["work"]
