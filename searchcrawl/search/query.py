@@ -20,7 +20,7 @@ not enough when the text holds a word that document need not hold (``word -secre
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +125,26 @@ SCAFFOLDING = frozenset(
     "i i'm me my mine myself you your yours we our us there way ways best possible somebody someone something "
     "want wanted need".split()
 )
+# the small words a request in a user's words has, and a list of keywords has not
+FUNCTION_WORDS = frozenset(
+    "a an the my our your to from of in on into onto at by for with without through under over like that "
+    "i me we it its this these those there than then so how what why which where when "
+    "ein eine einen der die das den dem mein meine zu von mit für im auf aus nach über "
+    "un une le la les des du mon ma mes avec pour dans sur".split()
+)
+UNASKED = SCAFFOLDING | FUNCTION_WORDS
+PUNCTUATION = "?,.!¿¡"  # around a word of a question, not part of it
+
+
+def asked_text(text: str) -> str:
+    """The words of ``text`` that ask for something: its scaffolding (``SCAFFOLDING``: "how do I",
+    "best") and function words ("from", "with") left out, each without the punctuation around it.
+    A page that says "what", "best" or "from" says nothing of "what is the best way to get from
+    Leeds to York"."""
+    words = (word.strip(PUNCTUATION) for word in text.split())
+    return " ".join(word for word in words if word and word.casefold() not in UNASKED)
+
+
 # query syntax a searcher may have typed (a phrase, a field, a group, a boost, a wildcard, an
 # operator): such a query goes to Solr as typed, word for word
 QUERY_SYNTAX = re.compile(r"""["():^*~\[\]{}\\/]|(?:^|\s)[-+!]|\b(?:AND|OR|NOT)\b|&&|\|\|""")
@@ -146,6 +166,40 @@ def words_text(text: str, form: str = QUESTION_FORM) -> str:
     if form == "dropped":
         return " ".join(kept)
     return " ".join(word if word in kept else f"{word.rstrip('?,.!')}^0.1" for word in words)
+
+
+# Nonsense (issue 100): edismax's mm is 0, so any one word of a query makes a hit, and "what do
+# ball pythons eat" finds Python's manual by "python". A coordination requirement keeps the
+# documents holding a share of the query's asked words (``asked_text``), an edismax ``mm`` over
+# them (``coordination_filter``); where it applies: search/results.py.
+ASKED_PARAM, ASKED_MM_PARAM = "asked_q", "asked_mm"  # the request parameters the filter reads
+COORDINATION = "2<-1 4<60%"  # settings.py SEARCHCRAWL_SEARCH_COORDINATION's default ("": no rule)
+
+
+def coordination_filter(text: str, spec: str) -> tuple[str, dict[str, str]] | None:
+    """The filter query (and the request parameters it reads) that keeps the documents holding
+    ``spec`` of ``text``'s asked words (``asked_text``), as edismax's ``mm`` counts them (``2<-1
+    4<60%``: one or two words all, three or four all but one, more 60%, rounded down), each
+    word a clause of its own (``sow``) in the fields a search reads (qf); the text in a parameter
+    of its own, never spliced into query syntax, and not cached (a query's filter is its own).
+    None, no filter: ``spec`` empty, a query with query syntax (asked as typed: search_params),
+    or one with no asked word, or a single word and nothing else (every hit holds it)."""
+    if not spec.strip() or QUERY_SYNTAX.search(text):
+        return None
+    asked = asked_text(text)
+    if not asked or asked == text.strip(PUNCTUATION + " \t\n") and len(asked.split()) == 1:
+        return None
+    local = f"{{!edismax cache=false sow=true uf=-* mm=${ASKED_MM_PARAM} v=${ASKED_PARAM}}}"
+    return local, {ASKED_PARAM: asked, ASKED_MM_PARAM: spec.strip()}
+
+
+def unanswered(words_hits: int, answers: Iterable[Callable[[], bool]]) -> bool:
+    """Whether a search the nonsense rule applies to (a ``coordination_filter`` for its text)
+    shows no hit (issue 100): its words query found some (``words_hits``; none: nothing to
+    silence) and none of ``answers`` says the query is answered: a document holds the required
+    share of its asked words, the model found a passage about it above its floor. Each answer is
+    asked only while the ones before it (the cheapest first) leave the query unanswered."""
+    return words_hits > 0 and not any(answer() for answer in answers)
 
 
 ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
