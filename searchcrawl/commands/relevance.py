@@ -168,8 +168,9 @@ class Command(ScrapyCommand):
             self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
         )
         try:
-            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking, semantic)
-            other = judged_run(index, queries, source, rules, opts.against, semantic)[0] if opts.against else saved
+            coordination = self.settings.get("SEARCHCRAWL_SEARCH_COORDINATION") or ""
+            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking, semantic, coordination)
+            other = judged_run(index, queries, source, rules, opts.against, semantic, coordination)[0] if opts.against else saved
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

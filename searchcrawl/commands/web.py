@@ -301,6 +301,7 @@ def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, po
         embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
         embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
         embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        coordination=settings.get("SEARCHCRAWL_SEARCH_COORDINATION") or "",
         answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
         extractive=_extractive_config(settings),
         roles=_roles(settings),

@@ -151,6 +151,7 @@ class Fused:
     snippets: dict[str, str]  # document id -> its best passage (documents found by meaning)
     meaning_only: int  # documents of the window that the words query did not find
     highlighting: dict[str, Any]  # Solr's highlights of the page's documents
+    nearest: int = 0  # documents the kNN query found at or above the model's floor (0: nothing is about the query)
 
 
 def passage_filters(model: SemanticModel, filters: Sequence[str]) -> list[str]:
@@ -234,9 +235,9 @@ def fuse(
     meaning_only = sum(1 for item in order if item not in found_by_words)
     page = order[start : start + rows]
     if not page:
-        return Fused([], {}, meaning_only, {})
+        return Fused([], {}, meaning_only, {}, len(nearest))
     docs, highlighting = page_documents(index, page, query, filters, params, highlight)
-    return Fused(docs, passage_snippets(docs, dict(nearest)), meaning_only, highlighting)
+    return Fused(docs, passage_snippets(docs, dict(nearest)), meaning_only, highlighting, len(nearest))
 
 
 def nearest_or_none(

@@ -98,7 +98,7 @@ def choose(train: Sequence[KeptSet], model: str, rule: str, specs: Sequence[str]
     set of it more than ``NOISE`` nDCG@10 against no rule; the first (the loosest) on a tie;
     "" where none is free."""
     best, best_quiet = "", -1
-    for spec in specs:
+    for spec in specs if train else ():
         costs = [
             kept.figures(ranked(kept, model, spec, rule))["all"] - kept.figures(ranked(kept, model, "", rule))["all"]
             for kept in train
