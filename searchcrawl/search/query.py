@@ -173,7 +173,26 @@ def words_text(text: str, form: str = QUESTION_FORM) -> str:
 # documents holding a share of the query's asked words (``asked_text``), an edismax ``mm`` over
 # them (``coordination_filter``); where it applies: search/results.py.
 ASKED_PARAM, ASKED_MM_PARAM = "asked_q", "asked_mm"  # the request parameters the filter reads
-COORDINATION = "2<-1 4<60%"  # settings.py SEARCHCRAWL_SEARCH_COORDINATION's default ("": no rule)
+
+
+@dataclass(frozen=True)
+class Coordination:
+    """The nonsense rule's requirements, each an edismax ``mm`` over a query's asked words ("":
+    none): ``words`` where the model gives no verdict (semantic search off, a model without a
+    floor, or failing: SEARCHCRAWL_SEARCH_COORDINATION), ``hybrid`` where it found nothing about the
+    query above its floor (SEARCHCRAWL_SEARCH_COORDINATION_HYBRID). Where it found something, none.
+    Each chosen leave-one-set-out on the judged sets (tests/benchmarks/nonsense.py)."""
+
+    words: str = "2<-1 4<60%"
+    hybrid: str = "100%"
+
+    @classmethod
+    def from_settings(cls, get: Callable[[str], Any]) -> Coordination:
+        """The installation's, from its settings' ``get`` (an unset one empty: no requirement)."""
+        return cls(get("SEARCHCRAWL_SEARCH_COORDINATION") or "", get("SEARCHCRAWL_SEARCH_COORDINATION_HYBRID") or "")
+
+
+COORDINATION = Coordination()  # settings.py's defaults
 
 
 def coordination_filter(text: str, spec: str) -> tuple[str, dict[str, str]] | None:
@@ -193,13 +212,22 @@ def coordination_filter(text: str, spec: str) -> tuple[str, dict[str, str]] | No
     return local, {ASKED_PARAM: asked, ASKED_MM_PARAM: spec.strip()}
 
 
-def unanswered(words_hits: int, answers: Iterable[Callable[[], bool]]) -> bool:
-    """Whether a search the nonsense rule applies to (a ``coordination_filter`` for its text)
-    shows no hit (issue 100): its words query found some (``words_hits``; none: nothing to
-    silence) and none of ``answers`` says the query is answered: a document holds the required
-    share of its asked words, the model found a passage about it above its floor. Each answer is
-    asked only while the ones before it (the cheapest first) leave the query unanswered."""
-    return words_hits > 0 and not any(answer() for answer in answers)
+def unanswered(
+    words_hits: int, nearest: Callable[[], int | None], coordinated: Callable[[str], bool], coordination: Coordination
+) -> bool:
+    """Whether a search shows no hit by the nonsense rule (issue 100): its words query found some
+    (``words_hits``; none: nothing to silence), the model found nothing about it above its floor
+    (``nearest``: how many documents it found; None, no verdict), and no document holds the
+    share of its asked words required then (``coordinated``, asked with the requirement: the
+    ``coordination`` without a verdict, else its hybrid one; "": none, the hits stand). Each
+    asked only when the ones before leave it open."""
+    if words_hits <= 0:
+        return False
+    verdict = nearest()
+    if verdict:
+        return False
+    required = coordination.words if verdict is None else coordination.hybrid
+    return bool(required.strip()) and not coordinated(required)
 
 
 ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")

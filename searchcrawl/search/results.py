@@ -33,6 +33,7 @@ from searchcrawl.search.query import (
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
     RANKINGS,
+    Coordination,
     Ranking,
     coordination_filter,
     marked_snippets,
@@ -270,7 +271,7 @@ def run_search(
     rules: Rules | None = None,
     ranking: Mapping[str, Any] | None = None,
     semantic: SemanticSearch | None = None,
-    coordination: str = COORDINATION,
+    coordination: Coordination = COORDINATION,
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
     may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
@@ -281,8 +282,8 @@ def run_search(
     ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`). ``semantic``: the
     installation's semantic search, whose kNN query of passages is fused with the words query's
     hits on a page sorted by relevance within the fused window (search/hybrid.py).
-    ``coordination``: the nonsense rule's requirement (SEARCHCRAWL_SEARCH_COORDINATION, ``answered``):
-    a query no document speaks of enough, and the model not at all, has no hit."""
+    ``coordination``: the nonsense rule's requirements (SEARCHCRAWL_SEARCH_COORDINATION and _HYBRID,
+    ``answered``): a query the model finds nothing about and no document speaks of enough has no hit."""
     rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
@@ -368,21 +369,29 @@ def answered(
     results: pysolr.Results,
     found: Fused,
     semantic: SemanticSearch | None,
-    coordination: str,
+    coordination: Coordination,
 ) -> bool:
     """Whether the search's hits stand, by the nonsense rule (issue 100; query.py ``unanswered``):
     edismax's mm is 0, so any one word of a query finds pages ("what do ball pythons eat" finds
-    Python's manual by "python"). A search whose words query found something has no hit when no
-    document of it holds ``coordination`` of the query's asked words (``coordination_filter``,
-    counted by Solr under the same trimming and filters) and the model found nothing about it
-    above its floor: the model's verdict where it was asked (a page fused, free), else asked then
-    (a page sorted by date, or beyond the fused window: the same verdict on every page)."""
-    check = coordination_filter(text, coordination)
-    if check is None:  # no requirement, query syntax, or no asked word: the words query's hits stand
-        return True
-    fq, params = check
+    Python's manual by "python"). A search whose words query found something has no hit when the
+    model found nothing about it above its floor and no document of it holds the share of the
+    query's asked words required then (``coordination_filter``, counted by Solr under the same
+    trimming and filters). The model's verdict is the fused page's (free), else, on a page
+    sorted by date or beyond the fused window, asked then: the same verdict on every page."""
 
-    def coordinated() -> bool:
+    def nearest() -> int | None:
+        if query.semantic is not None:
+            return found.nearest
+        if semantic is None:
+            return None
+        verdict = nearest_or_none(index, semantic.active(), text, query.params["fq"], query.filter_params, semantic.window)
+        return None if verdict is None else len(verdict)
+
+    def coordinated(required: str) -> bool:
+        check = coordination_filter(text, required)
+        if check is None:  # query syntax, one word, no asked word: the words query's hits stand
+            return True
+        fq, params = check
         asked = {
             **query.params,
             **params,
@@ -395,17 +404,7 @@ def answered(
         asked.pop("sort", None)
         return bool(index.search(words_text(text), asked).hits)
 
-    def by_meaning() -> bool:
-        if query.semantic is not None:
-            return found.nearest > 0
-        if semantic is None:
-            return False
-        model = semantic.active()
-        return bool(nearest_or_none(index, model, text, query.params["fq"], query.filter_params, semantic.window))
-
-    fused = query.semantic is not None
-    answers = [by_meaning, coordinated] if fused else [coordinated, by_meaning]  # the cheapest first
-    return not unanswered(results.hits, answers)
+    return not unanswered(results.hits, nearest, coordinated, coordination)
 
 
 def list_hits(page: SearchPage, found: Fused) -> None:
@@ -428,7 +427,7 @@ def judged_hits(
     ranking: str | Ranking = "page",
     depth: int = 50,
     semantic: SemanticSearch | None = None,
-    coordination: str = COORDINATION,
+    coordination: Coordination = COORDINATION,
 ) -> list[Hit]:
     """The hits a searcher sees for ``text`` on the search page, best bets first, ``depth`` of
     them, of ``source`` only if given: what a judged query measures (search/evaluation.py), asked
@@ -458,7 +457,7 @@ def judged_run(
     rules: Rules | None,
     ranking: str | Ranking = "page",
     semantic: SemanticSearch | None = None,
-    coordination: str = COORDINATION,
+    coordination: Coordination = COORDINATION,
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(qid -> hit URLs, qid -> each hit's source) of every judged query (``judged_hits``): a
     run of `scrapy relevance` and of the relevance page's measure."""

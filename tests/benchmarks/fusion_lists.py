@@ -38,12 +38,12 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid, results
 from searchcrawl.search.evaluation import JudgedQuery, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.query import FORMS, coordination_filter
+from searchcrawl.search.query import FORMS, Coordination, coordination_filter
 from searchcrawl.search.results import judged_hits, judged_run
 from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.benchmarks.judged import JUDGED, SETS, add_deb_option, crawl, embedded_passages, judged_site, workspace
 
-RAW = ""  # the lists as the queries find them: the nonsense rule off (nonsense.py applies it to them)
+RAW = Coordination("", "")  # the lists as the queries find them: the nonsense rule off (nonsense.py applies it)
 
 
 def summary(queries: list[JudgedQuery], judgments: dict[str, dict[str, int]], ranked: dict[str, list[str]]) -> str:

@@ -1,8 +1,8 @@
 """Nonsense finds nothing (issue 100): a query that shares one word with a crawled site ("how to
 train a dragon to breathe fire" and the fire drill's page) has no hit, on the search page, the
 JSON API and `scrapy search` alike (one ``run_search``), while a real query finds its page;
-SEARCHCRAWL_SEARCH_COORDINATION="" turns the rule off. With the default model too: nothing above
-its floor and no page speaking of the query enough is no hit."""
+SEARCHCRAWL_SEARCH_COORDINATION="" turns the rule off. With the default model too: nothing about
+it above the model's floor and no page holding every asked word of it (_HYBRID) is no hit."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_nonsense_finds_nothing_on_the_page_the_api_and_the_command_while_a_real
 
 
 def test_with_the_default_model_nonsense_finds_nothing_by_meaning_or_by_a_word(project, serve, tmp_path) -> None:
-    """bge-small finds nothing about it above its floor, and no page holds enough of its words."""
+    """bge-small finds nothing about it above its floor, and no page holds every asked word of it."""
     root = tmp_path / "site"
     root.mkdir()
     write_site(root, SECURITY)
@@ -64,7 +64,8 @@ def test_with_the_default_model_nonsense_finds_nothing_by_meaning_or_by_a_word(p
     crawled = run_scrapy(["crawl", name], default_env(project))
     assert crawled.returncode == 0 and "Passages of 4 documents up to date" in crawled.stderr, crawled.stderr[-3000:]
     nonsense = "what is the price of a new desk lamp"  # "desk": the security guidelines, by that word alone
-    off = run_scrapy(["search", nonsense, "--source", name], default_env(project, SEARCHCRAWL_SEARCH_COORDINATION=""))
+    rule_off = {"SEARCHCRAWL_SEARCH_COORDINATION": "", "SEARCHCRAWL_SEARCH_COORDINATION_HYBRID": ""}
+    off = run_scrapy(["search", nonsense, "--source", name], default_env(project, **rule_off))
     assert "1. Security guidelines" in off.stdout, off.stdout + off.stderr
     silent = run_scrapy(["search", nonsense, "--source", name], default_env(project))
     assert silent.returncode == 0 and "0 documents match" in silent.stdout, silent.stdout + silent.stderr

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.query import ASKED_MM_PARAM, ASKED_PARAM, COORDINATION, asked_text, coordination_filter, unanswered
+from searchcrawl.search.query import (
+    ASKED_MM_PARAM,
+    ASKED_PARAM,
+    COORDINATION,
+    Coordination,
+    asked_text,
+    coordination_filter,
+    unanswered,
+)
 from searchcrawl.search.request import SearchRequest
 from searchcrawl.search.results import run_search
 from tests.search.test_search_command import Model, doc
@@ -32,17 +40,20 @@ def test_the_filter_reads_the_asked_words_and_the_requirement_from_parameters_of
     assert params == {ASKED_PARAM: "ball pythons eat", ASKED_MM_PARAM: "2<-1 4<60%"}
 
 
+SPEC = COORDINATION.words
+
+
 @pytest.mark.parametrize(
     ("text", "spec"),
     [
         ("what do ball pythons eat", ""),  # no requirement: the rule is off
         ("what do ball pythons eat", "  "),
-        ('"ball pythons" eat', COORDINATION),  # query syntax: asked as typed
-        ("title:python eat", COORDINATION),
-        ("ball -python", COORDINATION),
-        ("how do I", COORDINATION),  # no asked word
-        ("harbour", COORDINATION),  # one word and nothing else: every hit holds it
-        ("harbour?", COORDINATION),
+        ('"ball pythons" eat', SPEC),  # query syntax: asked as typed
+        ("title:python eat", SPEC),
+        ("ball -python", SPEC),
+        ("how do I", SPEC),  # no asked word
+        ("harbour", SPEC),  # one word and nothing else: every hit holds it
+        ("harbour?", SPEC),
     ],
 )
 def test_no_filter_where_the_rule_cannot_or_need_not_apply(text: str, spec: str) -> None:
@@ -51,21 +62,47 @@ def test_no_filter_where_the_rule_cannot_or_need_not_apply(text: str, spec: str)
 
 def test_one_asked_word_among_scaffolding_is_required() -> None:
     """ "how do I harbour": a page may be found by "how" alone."""
-    assert coordination_filter("how do I harbour", COORDINATION) is not None
+    assert coordination_filter("how do I harbour", SPEC) is not None
 
 
-def test_unanswered_only_where_the_words_found_something_and_no_answer_says_otherwise() -> None:
+RULE = Coordination(words="2<-1", hybrid="100%")
+
+
+def decide(words_hits: int, verdict: int | None, holds: set[str], coordination: Coordination = RULE) -> tuple[bool, list[str]]:
+    """``unanswered`` with a model whose verdict is ``verdict`` and documents holding the asked
+    words as required by the requirements of ``holds``; and what was asked, in order."""
     asked: list[str] = []
 
-    def answer(name: str, says: bool) -> Any:
-        return lambda: asked.append(name) or says
+    def nearest() -> int | None:
+        asked.append("model")
+        return verdict
 
-    assert unanswered(3, [answer("meaning", False), answer("words", False)]) and asked == ["meaning", "words"]
-    asked.clear()
-    assert not unanswered(3, [answer("meaning", True), answer("words", False)]) and asked == ["meaning"]  # the cheapest first
-    asked.clear()
-    assert not unanswered(3, [answer("meaning", False), answer("words", True)])
-    assert not unanswered(0, [answer("never", False)]) and "never" not in asked  # nothing found: nothing to silence
+    def coordinated(required: str) -> bool:
+        asked.append(required)
+        return required in holds
+
+    return unanswered(words_hits, nearest, coordinated, coordination), asked
+
+
+def test_the_model_finding_something_keeps_the_hits_unasked_of_the_words() -> None:
+    assert decide(3, 2, set()) == (False, ["model"])
+
+
+def test_the_model_finding_nothing_asks_the_hybrid_requirement() -> None:
+    assert decide(3, 0, set()) == (True, ["model", "100%"])
+    assert decide(3, 0, {"100%"}) == (False, ["model", "100%"])
+    assert decide(3, 0, {"2<-1"}) == (True, ["model", "100%"])  # the words' requirement is not the one asked
+
+
+def test_without_a_verdict_semantic_search_off_or_failing_the_words_requirement() -> None:
+    assert decide(3, None, set()) == (True, ["model", "2<-1"])
+    assert decide(3, None, {"2<-1"}) == (False, ["model", "2<-1"])
+
+
+def test_an_empty_requirement_keeps_the_hits_and_nothing_found_asks_nothing() -> None:
+    assert decide(3, None, set(), Coordination("", "100%")) == (False, ["model"])
+    assert decide(3, 0, set(), Coordination("2<-1", "")) == (False, ["model"])
+    assert decide(0, 0, set()) == (False, [])  # nothing found: nothing to silence
 
 
 class Counting:
@@ -95,11 +132,15 @@ class Counting:
 NONSENSE = SearchRequest(q="what do ball pythons eat")
 
 
+def semantic(floor: float | None = 0.5) -> SemanticSearch:
+    return SemanticSearch(SemanticModel(Model(), floor))  # type: ignore[arg-type]
+
+
 def test_words_alone_a_query_no_document_speaks_of_enough_has_no_hit() -> None:
     index = Counting(["math", "logging"], coordinated=0)
     page = run_search(index, NONSENSE, spellcheck=False)  # type: ignore[arg-type]
     assert (page.total, page.hits) == (0, [])
-    assert index.asked == ["words", f"count ball pythons eat {COORDINATION} rows=0"]
+    assert index.asked == ["words", f"count ball pythons eat {COORDINATION.words} rows=0"]
 
 
 def test_words_alone_a_query_some_document_speaks_of_keeps_its_hits() -> None:
@@ -110,34 +151,49 @@ def test_words_alone_a_query_some_document_speaks_of_keeps_its_hits() -> None:
 
 def test_without_a_requirement_the_words_hits_stand_unasked() -> None:
     index = Counting(["math"], coordinated=0)
-    page = run_search(index, NONSENSE, spellcheck=False, coordination="")  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, coordination=Coordination("", ""))  # type: ignore[arg-type]
     assert page.total == 1 and index.asked == ["words"]
 
 
-def test_hybrid_the_models_verdict_is_asked_first_and_a_passage_above_the_floor_keeps_the_hits() -> None:
-    """The fused page asked the kNN query already: its answer is free, the count is not asked."""
+def test_hybrid_a_passage_above_the_floor_keeps_the_hits_and_the_count_is_not_asked() -> None:
+    """The fused page asked the kNN query already: its verdict is free."""
     index = Counting(["math"], coordinated=0, meaning=["ballpython"])
-    semantic = SemanticSearch(SemanticModel(Model(), 0.5))  # type: ignore[arg-type]
-    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic)  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic())  # type: ignore[arg-type]
     assert page.total == 2 and "count" not in " ".join(index.asked)
 
 
-def test_hybrid_nothing_above_the_floor_and_no_document_speaking_of_it_is_no_hit() -> None:
+def test_hybrid_nothing_above_the_floor_asks_the_hybrid_requirement() -> None:
     index = Counting(["math"], coordinated=0, meaning=[])
-    semantic = SemanticSearch(SemanticModel(Model(), 0.5))  # type: ignore[arg-type]
-    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic)  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic())  # type: ignore[arg-type]
     assert (page.total, page.hits) == (0, [])
+    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.hybrid} rows=0"
+    index = Counting(["math"], coordinated=1, meaning=[])
+    assert run_search(index, NONSENSE, spellcheck=False, semantic=semantic()).total == 1  # type: ignore[arg-type]
 
 
-def test_a_page_the_kNN_query_does_not_order_asks_the_model_only_when_the_words_fall_short() -> None:
+def test_a_model_without_a_floor_gives_no_verdict_the_words_requirement_applies() -> None:
+    index = Counting(["math"], coordinated=0, meaning=["ballpython"])
+    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic(None))  # type: ignore[arg-type]
+    assert page.total == 0 and "knn" not in index.asked
+    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.words} rows=0"
+
+
+def test_a_failing_model_gives_no_verdict_the_words_requirement_applies() -> None:
+    class Failing(Counting):
+        def nearest(self, *args: Any) -> SimpleNamespace:
+            raise OSError("the model server is down")
+
+    index = Failing(["math"], coordinated=0)
+    assert run_search(index, NONSENSE, spellcheck=False, semantic=semantic()).total == 0  # type: ignore[arg-type]
+    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.words} rows=0"
+
+
+def test_a_page_the_kNN_query_does_not_order_asks_the_model_for_its_verdict() -> None:
     """Sorted by date the page is the words query's own; the verdict is the same as the fused page's."""
-    semantic = SemanticSearch(SemanticModel(Model(), 0.5))  # type: ignore[arg-type]
     by_date = SearchRequest(q=NONSENSE.q, sort="date")
     index = Counting(["math"], coordinated=0, meaning=["ballpython"])
-    assert run_search(index, by_date, spellcheck=False, semantic=semantic).total == 1  # type: ignore[arg-type]
-    assert "knn" in index.asked
+    assert run_search(index, by_date, spellcheck=False, semantic=semantic()).total == 1  # type: ignore[arg-type]
+    assert "knn" in index.asked and "count" not in " ".join(index.asked)
     index = Counting(["math"], coordinated=0, meaning=[])
-    assert run_search(index, by_date, spellcheck=False, semantic=semantic).total == 0  # type: ignore[arg-type]
-    index = Counting(["math"], coordinated=3, meaning=[])
-    assert run_search(index, by_date, spellcheck=False, semantic=semantic).total == 1  # type: ignore[arg-type]
-    assert "knn" not in index.asked
+    assert run_search(index, by_date, spellcheck=False, semantic=semantic()).total == 0  # type: ignore[arg-type]
+    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.hybrid} rows=0"

@@ -74,8 +74,10 @@ def test_the_crawls_environment_holds_neither_the_web_password_nor_the_metrics_t
 
 
 def test_the_nonsense_rules_requirement_is_the_settings_and_empty_turns_it_off(configured: Settings) -> None:
-    """SEARCHCRAWL_SEARCH_COORDINATION reaches the search of the page, the JSON API and MCP
+    """SEARCHCRAWL_SEARCH_COORDINATION and _HYBRID reach the search of the page, the JSON API and MCP
     (``WebContext.search``); its default is the one measured (search/query.py ``COORDINATION``)."""
     assert web_config(configured, SourceSpiderLoader(configured), "127.0.0.1", 6800, "").coordination == COORDINATION
     configured.set("SEARCHCRAWL_SEARCH_COORDINATION", "")
-    assert web_config(configured, SourceSpiderLoader(configured), "127.0.0.1", 6800, "").coordination == ""
+    configured.set("SEARCHCRAWL_SEARCH_COORDINATION_HYBRID", "75%")
+    chosen = web_config(configured, SourceSpiderLoader(configured), "127.0.0.1", 6800, "").coordination
+    assert (chosen.words, chosen.hybrid) == ("", "75%")
