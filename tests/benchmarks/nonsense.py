@@ -9,6 +9,9 @@ one crawl), without Solr:
     .venv/bin/python -m tests.benchmarks.fusion_lists --out bench-lists --embeddings bge-small --coordination ...
     .venv/bin/python -m tests.benchmarks.nonsense bench-lists                   # hybrid, and words alone
 
+Shipped (search/query.py ``COORDINATION``): "gate" with ``Coordination.words`` where the model
+gives no verdict (words alone), "gate, no kNN hit" with ``Coordination.hybrid`` where it does.
+
 A rule (``RULES``) says, for one query, which words list the search fuses: the words query as
 today, or filtered by the requirement (a document holds that share of the query's asked words),
 or none at all; "gate": the words query as today where one document meets the requirement, else
@@ -29,6 +32,7 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from searchcrawl.search.query import COORDINATION
 from searchcrawl.semantic.embedders import model_key
 from searchcrawl.semantic.fusion import WINDOW, rank_constant, reciprocal_rank_fusion
 from tests.benchmarks.fusion import DEPTH, KeptSet, folds
@@ -126,6 +130,8 @@ def main() -> None:
         for name, kept in sets.items():
             print(f"\n{name}\n{header}")
             print(f"{'no rule':<34}" + row(kept, ranked(kept, model, "", "filter")))
+            shipped = (COORDINATION.hybrid, "gate, no kNN hit") if model else (COORDINATION.words, "gate")
+            print(f"{'as shipped: ' + shipped[1] + ' ' + shipped[0]:<34}" + row(kept, ranked(kept, model, *shipped)))
             for rule in rules:
                 for spec in specs:
                     print(f"{rule + ' ' + spec:<34}" + row(kept, ranked(kept, model, spec, rule)))
