@@ -291,7 +291,7 @@ SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher choo
 # query above its floor (where it found something, the hits stand); "" = none (any one word of a
 # query finds its pages)
 SEARCHCRAWL_SEARCH_COORDINATION = "2<-1 4<60%"  # search/query.py Coordination
-SEARCHCRAWL_SEARCH_COORDINATION_HYBRID = "100%"
+SEARCHCRAWL_SEARCH_COORDINATION_HYBRID = "2<-1 4<60%"
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in
 # the project's database and kept this many days (0: nothing is logged, hits link straight to

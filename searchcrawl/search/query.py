@@ -184,7 +184,7 @@ class Coordination:
     Each chosen leave-one-set-out on the judged sets (tests/benchmarks/nonsense.py)."""
 
     words: str = "2<-1 4<60%"
-    hybrid: str = "100%"
+    hybrid: str = "2<-1 4<60%"
 
     @classmethod
     def from_settings(cls, get: Callable[[str], Any]) -> Coordination:

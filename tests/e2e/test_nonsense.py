@@ -2,7 +2,7 @@
 train a dragon to breathe fire" and the fire drill's page) has no hit, on the search page, the
 JSON API and `scrapy search` alike (one ``run_search``), while a real query finds its page;
 SEARCHCRAWL_SEARCH_COORDINATION="" turns the rule off. With the default model too: nothing about
-it above the model's floor and no page holding every asked word of it (_HYBRID) is no hit."""
+it above the model's floor and no page holding enough of its asked words (_HYBRID) is no hit."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_nonsense_finds_nothing_on_the_page_the_api_and_the_command_while_a_real
 
 
 def test_with_the_default_model_nonsense_finds_nothing_by_meaning_or_by_a_word(project, serve, tmp_path) -> None:
-    """bge-small finds nothing about it above its floor, and no page holds every asked word of it."""
+    """bge-small finds nothing about it above its floor, and no page holds 3 of its 4 asked words."""
     root = tmp_path / "site"
     root.mkdir()
     write_site(root, SECURITY)

@@ -65,7 +65,7 @@ def test_one_asked_word_among_scaffolding_is_required() -> None:
     assert coordination_filter("how do I harbour", SPEC) is not None
 
 
-RULE = Coordination(words="2<-1", hybrid="100%")
+RULE = Coordination(words="2<-1", hybrid="100%")  # not the defaults: told apart
 
 
 def decide(words_hits: int, verdict: int | None, holds: set[str], coordination: Coordination = RULE) -> tuple[bool, list[str]]:
