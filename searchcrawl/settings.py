@@ -284,6 +284,14 @@ SEARCHCRAWL_KERBEROS_REALM = ""
 SEARCHCRAWL_KERBEROS_SERVICE = ""
 SEARCHCRAWL_KERBEROS_NAME = "Windows sign-in (Kerberos)"
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search/request.py ROWS)
+# The nonsense rule (issue 100; docs/semantic-search.md "Nonsense finds nothing"): a search whose
+# words query found pages has no hit when no page holds this share of its asked words (edismax's
+# mm over the query less its "how do I", "best", "from": search/query.py asked_text): COORDINATION
+# where the model gives no verdict (semantic search off), _HYBRID where it found nothing about the
+# query above its floor (where it found something, the hits stand); "" = none (any one word of a
+# query finds its pages)
+SEARCHCRAWL_SEARCH_COORDINATION = "2<-1 4<60%"  # search/query.py Coordination
+SEARCHCRAWL_SEARCH_COORDINATION_HYBRID = "2<-1 4<60%"
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in
 # the project's database and kept this many days (0: nothing is logged, hits link straight to

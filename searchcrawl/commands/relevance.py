@@ -51,7 +51,7 @@ from searchcrawl.search.evaluation import (
     write_run,
 )
 from searchcrawl.search.hybrid import semantic_search
-from searchcrawl.search.query import RANKINGS
+from searchcrawl.search.query import RANKINGS, Coordination
 from searchcrawl.search.results import judged_run
 from searchcrawl.store import Database
 from searchcrawl.store.searches import Period, Searches
@@ -168,8 +168,9 @@ class Command(ScrapyCommand):
             self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
         )
         try:
-            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking, semantic)
-            other = judged_run(index, queries, source, rules, opts.against, semantic)[0] if opts.against else saved
+            coordination = Coordination.from_settings(self.settings.get)
+            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking, semantic, coordination)
+            other = judged_run(index, queries, source, rules, opts.against, semantic, coordination)[0] if opts.against else saved
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

@@ -35,7 +35,7 @@ from searchcrawl.index.solr_client import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
-from searchcrawl.search.query import MAX_QUERY_CHARS, matching
+from searchcrawl.search.query import COORDINATION, MAX_QUERY_CHARS, Coordination, matching
 from searchcrawl.search.request import MAX_VALUE_CHARS, SearchRequest
 from searchcrawl.search.results import Hit, SearchPage, fuses, run_search, snippet_parts
 from searchcrawl.search.trimmed_index import TrimmedIndex
@@ -71,12 +71,15 @@ def search(
     source: str | None = None,
     rules: Rules | None = None,
     semantic: SemanticSearch | None = None,
+    coordination: Coordination = COORDINATION,
 ) -> SearchPage:
     """The search page's first page for ``query`` (of ``source`` only if given), ``rows`` hits,
-    of what the searcher of ``index`` may read (``run_search``, facets not asked: not printed);
-    IndexingError when no node of Solr answers."""
+    of what the searcher of ``index`` may read (``run_search``, facets not asked: not printed;
+    ``coordination``: SEARCHCRAWL_SEARCH_COORDINATION and _HYBRID); IndexingError when no node of Solr answers."""
     request = request_of(query, source)
-    return run_search(index, request, rows=rows, rules=rules, ranking={"facet": "false"}, semantic=semantic)
+    return run_search(
+        index, request, rows=rows, rules=rules, ranking={"facet": "false"}, semantic=semantic, coordination=coordination
+    )
 
 
 def request_of(query: str, source: str | None) -> SearchRequest:
@@ -203,7 +206,8 @@ class Command(ScrapyCommand):
             print(note, file=sys.stderr)
         try:
             rules = rules_of(paths.db_url(self.settings))
-            page = search(index, query, opts.rows, opts.source, rules, semantic)
+            coordination = Coordination.from_settings(self.settings.get)
+            page = search(index, query, opts.rows, opts.source, rules, semantic, coordination)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

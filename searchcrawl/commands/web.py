@@ -35,6 +35,7 @@ from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.search.answers import ANSWERS_API_KEY, AnswerConfig, answer_config, retrieval_config
+from searchcrawl.search.query import Coordination
 from searchcrawl.system import paths, secrets
 
 if TYPE_CHECKING:  # the web application is imported when the command runs
@@ -301,6 +302,7 @@ def web_config(settings: BaseSettings, loader: SourceSpiderLoader, host: str, po
         embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
         embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
         embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        coordination=Coordination.from_settings(settings.get),
         answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
         extractive=_extractive_config(settings),
         roles=_roles(settings),

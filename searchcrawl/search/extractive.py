@@ -32,7 +32,7 @@ from searchcrawl.search.answer_parts import (
     split_sentences,
 )
 from searchcrawl.search.hybrid import cut
-from searchcrawl.search.query import SCAFFOLDING
+from searchcrawl.search.query import FUNCTION_WORDS, asked_text
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +45,6 @@ QUESTION_WORDS = frozenset(
     "wie was warum wann wo welche welcher welches wer kann können muss soll gibt "
     "comment pourquoi quand où quel quelle qui que est peut "
     "cómo qué por cuándo dónde cuál quién puedo".split()
-)
-# the small words a request in a user's words has, and a list of keywords has not
-FUNCTION_WORDS = frozenset(
-    "a an the my our your to from of in on into onto at by for with without through under over like that "
-    "i me we it its this these those there than then so how what why which where when "
-    "ein eine einen der die das den dem mein meine zu von mit für im auf aus nach über "
-    "un une le la les des du mon ma mes avec pour dans sur".split()
 )
 REQUEST_WORDS = 4  # a request in a user's words ("remove noise from a photo") has at least this many
 # code, a path, a stack trace, a class's or an exception's name: an error message, not a question
@@ -95,8 +88,7 @@ def asked_words(question: str) -> set[str]:
     ``SCAFFOLDING``: "what", "does", "best", "want") and its function words ("from", "that",
     "with"): what an answer must speak of. A passage that says "what" or "from" says nothing of
     "what is the best way to eat from a ball python"."""
-    unsaid = SCAFFOLDING | FUNCTION_WORDS
-    return content_words(" ".join(word for word in question.split() if word.casefold().strip("?,.!¿¡") not in unsaid))
+    return content_words(asked_text(question))
 
 
 def marked_sentences(question: str, text: str, asked: set[str] | None = None) -> tuple[list[tuple[str, bool]], int]:

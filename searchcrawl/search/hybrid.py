@@ -151,6 +151,9 @@ class Fused:
     snippets: dict[str, str]  # document id -> its best passage (documents found by meaning)
     meaning_only: int  # documents of the window that the words query did not find
     highlighting: dict[str, Any]  # Solr's highlights of the page's documents
+    # the documents the kNN query found at or above the model's floor (0: the model's verdict that
+    # nothing is about the query); None: no verdict (a model without a floor, or failing)
+    nearest: int | None = None
 
 
 def passage_filters(model: SemanticModel, filters: Sequence[str]) -> list[str]:
@@ -228,28 +231,34 @@ def fuse(
     not highlighted): a highlight of ten documents, not of the window's hundred."""
     words = list(unique_hits(words))
     model = semantic.active()
-    nearest = nearest_or_none(index, model, query, filters, params, semantic.window)
+    verdict = nearest_or_none(index, model, query, filters, params, semantic.window)
+    nearest = verdict or []
     order = fused_order([str(doc["id"]) for doc in words], nearest, model, query, semantic)
     found_by_words = {str(doc["id"]) for doc in words}
     meaning_only = sum(1 for item in order if item not in found_by_words)
     page = order[start : start + rows]
     if not page:
-        return Fused([], {}, meaning_only, {})
+        return Fused([], {}, meaning_only, {}, None if verdict is None else len(verdict))
     docs, highlighting = page_documents(index, page, query, filters, params, highlight)
-    return Fused(docs, passage_snippets(docs, dict(nearest)), meaning_only, highlighting)
+    return Fused(
+        docs, passage_snippets(docs, dict(nearest)), meaning_only, highlighting, None if verdict is None else len(verdict)
+    )
 
 
 def nearest_or_none(
     index: TrimmedIndex, model: SemanticModel, query: str, filters: Sequence[str], params: Mapping[str, Any], window: int
-) -> list[tuple[str, dict[str, Any]]]:
-    """``nearest_documents``, or none when the model or Solr fails: the words' hits then, never an
-    error page (the failure logged once a minute)."""
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """``nearest_documents``, or None, no verdict of the model, when it has no floor (it finds
+    nothing by meaning) or it or Solr fails: the words' hits then, never an error page (the
+    failure logged once a minute)."""
+    if model.floor is None:
+        return None
     try:
         return nearest_documents(index, model, query, filters, params, window)
     except Exception as exc:  # noqa: BLE001 - the model or Solr failing: the words' hits, never an error page
         if SEMANTIC_FAILED_LOG():
             logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
-        return []
+        return None
 
 
 def fused_order(

@@ -20,7 +20,7 @@ not enough when the text holds a word that document need not hold (``word -secre
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +125,26 @@ SCAFFOLDING = frozenset(
     "i i'm me my mine myself you your yours we our us there way ways best possible somebody someone something "
     "want wanted need".split()
 )
+# the small words a request in a user's words has, and a list of keywords has not
+FUNCTION_WORDS = frozenset(
+    "a an the my our your to from of in on into onto at by for with without through under over like that "
+    "i me we it its this these those there than then so how what why which where when "
+    "ein eine einen der die das den dem mein meine zu von mit für im auf aus nach über "
+    "un une le la les des du mon ma mes avec pour dans sur".split()
+)
+UNASKED = SCAFFOLDING | FUNCTION_WORDS
+PUNCTUATION = "?,.!¿¡"  # around a word of a question, not part of it
+
+
+def asked_text(text: str) -> str:
+    """The words of ``text`` that ask for something: its scaffolding (``SCAFFOLDING``: "how do I",
+    "best") and function words ("from", "with") left out, each without the punctuation around it.
+    A page that says "what", "best" or "from" says nothing of "what is the best way to get from
+    Leeds to York"."""
+    words = (word.strip(PUNCTUATION) for word in text.split())
+    return " ".join(word for word in words if word and word.casefold() not in UNASKED)
+
+
 # query syntax a searcher may have typed (a phrase, a field, a group, a boost, a wildcard, an
 # operator): such a query goes to Solr as typed, word for word
 QUERY_SYNTAX = re.compile(r"""["():^*~\[\]{}\\/]|(?:^|\s)[-+!]|\b(?:AND|OR|NOT)\b|&&|\|\|""")
@@ -146,6 +166,68 @@ def words_text(text: str, form: str = QUESTION_FORM) -> str:
     if form == "dropped":
         return " ".join(kept)
     return " ".join(word if word in kept else f"{word.rstrip('?,.!')}^0.1" for word in words)
+
+
+# Nonsense (issue 100): edismax's mm is 0, so any one word of a query makes a hit, and "what do
+# ball pythons eat" finds Python's manual by "python". A coordination requirement keeps the
+# documents holding a share of the query's asked words (``asked_text``), an edismax ``mm`` over
+# them (``coordination_filter``); where it applies: search/results.py.
+ASKED_PARAM, ASKED_MM_PARAM = "asked_q", "asked_mm"  # the request parameters the filter reads
+
+
+@dataclass(frozen=True)
+class Coordination:
+    """The nonsense rule's requirements, each an edismax ``mm`` over a query's asked words ("":
+    none): ``words`` where the model gives no verdict (semantic search off, a model without a
+    floor, or failing: SEARCHCRAWL_SEARCH_COORDINATION), ``hybrid`` where it found nothing about the
+    query above its floor (SEARCHCRAWL_SEARCH_COORDINATION_HYBRID). Where it found something, none.
+    Each chosen leave-one-set-out on the judged sets (tests/benchmarks/nonsense.py)."""
+
+    words: str = "2<-1 4<60%"
+    hybrid: str = "2<-1 4<60%"
+
+    @classmethod
+    def from_settings(cls, get: Callable[[str], Any]) -> Coordination:
+        """The installation's, from its settings' ``get`` (an unset one empty: no requirement)."""
+        return cls(get("SEARCHCRAWL_SEARCH_COORDINATION") or "", get("SEARCHCRAWL_SEARCH_COORDINATION_HYBRID") or "")
+
+
+COORDINATION = Coordination()  # settings.py's defaults
+
+
+def coordination_filter(text: str, spec: str) -> tuple[str, dict[str, str]] | None:
+    """The filter query (and the request parameters it reads) that keeps the documents holding
+    ``spec`` of ``text``'s asked words (``asked_text``), as edismax's ``mm`` counts them (``2<-1
+    4<60%``: one or two words all, three or four all but one, more 60%, rounded down), each
+    word a clause of its own (``sow``) in the fields a search reads (qf); the text in a parameter
+    of its own, never spliced into query syntax, and not cached (a query's filter is its own).
+    None, no filter: ``spec`` empty, a query with query syntax (asked as typed: search_params),
+    or one with no asked word, or a single word and nothing else (every hit holds it)."""
+    if not spec.strip() or QUERY_SYNTAX.search(text):
+        return None
+    asked = asked_text(text)
+    if not asked or asked == text.strip(PUNCTUATION + " \t\n") and len(asked.split()) == 1:
+        return None
+    local = f"{{!edismax cache=false sow=true uf=-* mm=${ASKED_MM_PARAM} v=${ASKED_PARAM}}}"
+    return local, {ASKED_PARAM: asked, ASKED_MM_PARAM: spec.strip()}
+
+
+def unanswered(
+    words_hits: int, nearest: Callable[[], int | None], coordinated: Callable[[str], bool], coordination: Coordination
+) -> bool:
+    """Whether a search shows no hit by the nonsense rule (issue 100): its words query found some
+    (``words_hits``; none: nothing to silence), the model found nothing about it above its floor
+    (``nearest``: how many documents it found; None, no verdict), and no document holds the
+    share of its asked words required then (``coordinated``, asked with the requirement: the
+    ``coordination`` without a verdict, else its hybrid one; "": none, the hits stand). Each
+    asked only when the ones before leave it open."""
+    if words_hits <= 0:
+        return False
+    verdict = nearest()
+    if verdict:
+        return False
+    required = coordination.words if verdict is None else coordination.hybrid
+    return bool(required.strip()) and not coordinated(required)
 
 
 ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")

@@ -27,15 +27,19 @@ from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.solr_client import IndexingError
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
-from searchcrawl.search.hybrid import Fused, SemanticSearch, fuse
+from searchcrawl.search.hybrid import Fused, SemanticSearch, fuse, nearest_or_none
 from searchcrawl.search.query import (
+    COORDINATION,
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
     RANKINGS,
+    Coordination,
     Ranking,
+    coordination_filter,
     marked_snippets,
     search_params,
     snippet_of,
+    unanswered,
     unique_hits,
     words_text,
 )
@@ -267,6 +271,7 @@ def run_search(
     rules: Rules | None = None,
     ranking: Mapping[str, Any] | None = None,
     semantic: SemanticSearch | None = None,
+    coordination: Coordination = COORDINATION,
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
     may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
@@ -276,7 +281,9 @@ def run_search(
     ``ranking``: Solr parameters over the /select handler's ranking defaults (search/query.py
     ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`). ``semantic``: the
     installation's semantic search, whose kNN query of passages is fused with the words query's
-    hits on a page sorted by relevance within the fused window (search/hybrid.py)."""
+    hits on a page sorted by relevance within the fused window (search/hybrid.py).
+    ``coordination``: the nonsense rule's requirements (SEARCHCRAWL_SEARCH_COORDINATION and _HYBRID,
+    ``answered``): a query the model finds nothing about and no document speaks of enough has no hit."""
     rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
@@ -285,11 +292,14 @@ def run_search(
     query = words_query(request, rows, ranking, semantic)
     results = index.search(words_text(request.q), query.params, boost_params(rules.boosts))
     found = ordered(index, query, request.q, results)
-    page.total = results.hits + found.meaning_only
     if request.page == 1:
         page.bets = best_bets(index, rules.pinned(request.q))
-    list_hits(page, found)
-    page.facets = facets(request, results.facets or {})
+    if answered(index, query, request.q, results, found, semantic, coordination):
+        page.total = results.hits + found.meaning_only
+        list_hits(page, found)
+        page.facets = facets(request, results.facets or {})
+    else:
+        page.facets = facets(request, {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
         corrected = spelling(index, request.q, query.params["fq"], query.filter_params)
         page.suggestions = [(text, request.url(q=text)) for text in corrected[:MAX_SPELLINGS]]
@@ -352,6 +362,51 @@ def ordered(index: TrimmedIndex, query: WordsQuery, text: str, results: pysolr.R
     return fuse(index, query.semantic, text, words, fq, query.filter_params, query.start, query.rows, query.highlight)
 
 
+def answered(
+    index: TrimmedIndex,
+    query: WordsQuery,
+    text: str,
+    results: pysolr.Results,
+    found: Fused,
+    semantic: SemanticSearch | None,
+    coordination: Coordination,
+) -> bool:
+    """Whether the search's hits stand, by the nonsense rule (issue 100; query.py ``unanswered``):
+    edismax's mm is 0, so any one word of a query finds pages ("what do ball pythons eat" finds
+    Python's manual by "python"). A search whose words query found something has no hit when the
+    model found nothing about it above its floor and no document of it holds the share of the
+    query's asked words required then (``coordination_filter``, counted by Solr under the same
+    trimming and filters). The model's verdict is the fused page's (free), else, on a page
+    sorted by date or beyond the fused window, asked then: the same verdict on every page."""
+
+    def nearest() -> int | None:
+        if query.semantic is not None:
+            return found.nearest
+        if semantic is None:
+            return None
+        verdict = nearest_or_none(index, semantic.active(), text, query.params["fq"], query.filter_params, semantic.window)
+        return None if verdict is None else len(verdict)
+
+    def coordinated(required: str) -> bool:
+        check = coordination_filter(text, required)
+        if check is None:  # query syntax, one word, no asked word: the words query's hits stand
+            return True
+        fq, params = check
+        asked = {
+            **query.params,
+            **params,
+            "fq": [*query.params["fq"], fq],
+            "rows": 0,
+            "start": 0,
+            "hl": "false",
+            "facet": "false",
+        }
+        asked.pop("sort", None)
+        return bool(index.search(words_text(text), asked).hits)
+
+    return not unanswered(results.hits, nearest, coordinated, coordination)
+
+
 def list_hits(page: SearchPage, found: Fused) -> None:
     """``found``'s documents as the page's hits, each URL once, with their snippets; a best bet
     shown above is not repeated below (``repeated`` counts it)."""
@@ -372,12 +427,13 @@ def judged_hits(
     ranking: str | Ranking = "page",
     depth: int = 50,
     semantic: SemanticSearch | None = None,
+    coordination: Coordination = COORDINATION,
 ) -> list[Hit]:
     """The hits a searcher sees for ``text`` on the search page, best bets first, ``depth`` of
     them, of ``source`` only if given: what a judged query measures (search/evaluation.py), asked
     exactly as the page asks (``run_search``, trimmed) under the ranking ``ranking`` (a name of
     search/query.py's ``RANKINGS``, or one of a benchmark's own; its rules applied only where the
-    ranking says so)."""
+    ranking says so) and the nonsense rule's ``coordination``."""
     chosen = RANKINGS[ranking] if isinstance(ranking, str) else ranking
     request = SearchRequest(q=text[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
     unread = {"facet": "false", "hl": "false"}  # what the order never depends on: not computed
@@ -389,6 +445,7 @@ def judged_hits(
         rules=rules if chosen.rules else None,
         ranking={**chosen.params, **unread},
         semantic=semantic if chosen.semantic else None,
+        coordination=coordination,
     )
     return [*page.bets, *page.hits]
 
@@ -400,13 +457,14 @@ def judged_run(
     rules: Rules | None,
     ranking: str | Ranking = "page",
     semantic: SemanticSearch | None = None,
+    coordination: Coordination = COORDINATION,
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(qid -> hit URLs, qid -> each hit's source) of every judged query (``judged_hits``): a
     run of `scrapy relevance` and of the relevance page's measure."""
     ranked: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     for query in queries:
-        hits = judged_hits(index, query.text, source, rules, ranking, semantic=semantic)
+        hits = judged_hits(index, query.text, source, rules, ranking, semantic=semantic, coordination=coordination)
         # a hit without a URL (display_url's refusal of a scheme) holds its rank and matches nothing
         ranked[query.qid] = [hit.url or f"urn:searchcrawl:no-url:{rank}" for rank, hit in enumerate(hits, 1)]
         sources[query.qid] = [hit.source for hit in hits]

@@ -55,7 +55,7 @@ from searchcrawl.search.answer_parts import Answer
 from searchcrawl.search.answer_run import ModelSlots, run_answer
 from searchcrawl.search.answers import AnswerConfig
 from searchcrawl.search.hybrid import SemanticSearch, semantic_search
-from searchcrawl.search.query import matching
+from searchcrawl.search.query import COORDINATION, Coordination, matching
 from searchcrawl.search.request import FACET_TITLES, SearchRequest
 from searchcrawl.search.results import SearchPage, run_search
 from searchcrawl.search.trimmed_index import OncePer, TrimmedIndex
@@ -218,6 +218,8 @@ class WebConfig:
     embeddings: str = ""
     embeddings_previous: str = ""
     embed_timeout: float = 30
+    # issue 100: the nonsense rule's requirements (SEARCHCRAWL_SEARCH_COORDINATION, _HYBRID; "": none)
+    coordination: Coordination = COORDINATION
     # issue 77: answers with citations (SEARCHCRAWL_ANSWERS_*; None: off)
     answers: AnswerConfig | None = None
     # issue 93: extractive answers (SEARCHCRAWL_ANSWERS_EXTRACTIVE; the answers' budgets and
@@ -530,7 +532,7 @@ class WebContext:
         started = time.perf_counter() if started is None else started
         rules = self.relevance.get()
         semantic = self.semantic.for_request() if self.semantic is not None else None
-        page = run_search(index, query, rows or self.config.rows, spellcheck, rules, None, semantic)
+        page = run_search(index, query, rows or self.config.rows, spellcheck, rules, None, semantic, self.config.coordination)
         search_id = log_search(self.analytics, page, time.perf_counter() - started, client, user) if query.q else ""
         return WebSearch(page, search_id, semantic)
 

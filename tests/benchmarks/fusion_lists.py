@@ -16,6 +16,12 @@ of the fusion is measured on exactly the same lists.
 window) under each form of a question's words query (search/query.py ``words_text``), words
 only: ``tests.benchmarks.fusion --words FORM`` fuses them with another run's kNN lists (issue 100,
 point 4). A words-only run of all four sets takes minutes, not the embedding's hour.
+
+``--coordination SPEC`` (repeated) keeps, besides, the words query's hits (ids, to the fusion's
+window) with each coordination requirement applied (search/query.py ``coordination_filter``: a
+share of the query's asked words, an edismax ``mm``), and under ``""`` without one, from the same
+crawl: ``tests.benchmarks.nonsense`` scores the rules of issue 100's nonsense queries with them.
+Every list is kept with the nonsense rule (SEARCHCRAWL_SEARCH_COORDINATION) off: the raw lists.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid, results
 from searchcrawl.search.evaluation import JudgedQuery, means, read_qrels, read_queries, score_run, silence
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.query import FORMS
+from searchcrawl.search.query import FORMS, Coordination, coordination_filter
 from searchcrawl.search.results import judged_hits, judged_run
 from searchcrawl.search.trimmed_index import TrimmedIndex
 from tests.benchmarks.judged import JUDGED, SETS, add_deb_option, crawl, embedded_passages, judged_site, workspace
+
+RAW = Coordination("", "")  # the lists as the queries find them: the nonsense rule off (nonsense.py applies it)
 
 
 def summary(queries: list[JudgedQuery], judgments: dict[str, dict[str, int]], ranked: dict[str, list[str]]) -> str:
@@ -69,7 +77,7 @@ def kept_lists(index: TrimmedIndex, queries: list[Any], source: str, model: Sema
         try:
             for query in queries:
                 current.clear()
-                judged_run(index, [query], source, Rules(), "page", SemanticSearch(model))
+                judged_run(index, [query], source, Rules(), "page", SemanticSearch(model), RAW)
                 kept[query.qid] = dict(current)
         finally:
             page.fuse = page_fuse  # type: ignore[attr-defined]
@@ -87,11 +95,44 @@ def question_forms(index: TrimmedIndex, queries: list[Any], source: str, forms: 
         for form in forms:
             results.words_text = lambda text, form=form: original(text, form)  # type: ignore[misc]
             kept[form] = {
-                query.qid: [hit.url for hit in judged_hits(index, query.text, source, Rules(), "words", depth=hybrid.WINDOW)]
+                query.qid: [
+                    hit.url for hit in judged_hits(index, query.text, source, Rules(), "words", hybrid.WINDOW, coordination=RAW)
+                ]
                 for query in queries
             }
     finally:
         results.words_text = original  # type: ignore[misc]
+    return kept
+
+
+def coordinated(index: TrimmedIndex, queries: list[Any], source: str, specs: list[str]) -> dict[str, dict[str, list[str]]]:
+    """spec -> qid -> the words query's hit ids to the fusion's window, with the coordination
+    requirement ``spec`` applied to the words query (``coordination_filter``; "": none)."""
+    kept: dict[str, dict[str, list[str]]] = {}
+    original = results.words_query
+
+    def with_filter(spec: str) -> Any:
+        def words_query(request: Any, *args: Any) -> results.WordsQuery:
+            query = original(request, *args)
+            found = coordination_filter(request.q, spec)
+            if found is not None:
+                query.params["fq"] = [*query.params["fq"], found[0]]
+                query.params.update(found[1])
+            return query
+
+        return words_query
+
+    try:
+        for spec in ["", *specs]:
+            results.words_query = with_filter(spec)  # type: ignore[assignment]
+            kept[spec] = {
+                query.qid: [
+                    hit.id for hit in judged_hits(index, query.text, source, Rules(), "words", hybrid.WINDOW, coordination=RAW)
+                ]
+                for query in queries
+            }
+    finally:
+        results.words_query = original  # type: ignore[assignment]
     return kept
 
 
@@ -102,6 +143,13 @@ def main() -> None:
     parser.add_argument("--embeddings", action="append", default=[], metavar="SPEC")
     parser.add_argument(
         "--question-forms", default="", help=f"words lists kept under these forms of a question ({','.join(FORMS)})"
+    )
+    parser.add_argument(
+        "--coordination",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="words lists kept under this edismax mm of the asked words",
     )
     add_deb_option(parser)
     args = parser.parse_args()
@@ -128,14 +176,19 @@ def main() -> None:
                 "lists": {},
             }
             for ranking in ("words", "plain"):
-                ranked, _ = judged_run(index, queries, source, Rules(), ranking)
+                ranked, _ = judged_run(index, queries, source, Rules(), ranking, None, RAW)
                 entry[ranking] = ranked
                 print(name, ranking, summary(queries, judgments, ranked))
             if forms:
                 entry["question_forms"] = question_forms(index, queries, source, forms)
+            if args.coordination:
+                entry["coordination"] = coordinated(index, queries, source, args.coordination)
+                for spec, lists in entry["coordination"].items():
+                    silent = silence(queries, lists)
+                    print(name, f"coordination {spec!r}", "" if silent is None else f"silent {silent:.3f}")
             for spec in args.embeddings:
                 kind, embedder, _result = embedded_passages(core, spec, source)
-                ranked, _ = judged_run(index, queries, source, Rules(), "page", SemanticSearch(SemanticModel(embedder)))
+                ranked, _ = judged_run(index, queries, source, Rules(), "page", SemanticSearch(SemanticModel(embedder)), RAW)
                 entry[f"hybrid-{kind}"] = ranked
                 print(name, f"hybrid-{kind}", summary(queries, judgments, ranked))
                 entry["lists"][kind] = kept_lists(index, queries, source, SemanticModel(embedder, 0.0))

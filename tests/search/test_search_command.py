@@ -62,13 +62,14 @@ def test_scrapy_search_asks_solr_what_the_page_asks_and_shows_its_hits() -> None
     """The command's request is the page's for ``?q=...&source=...`` (but the facets it does not
     print), so the same hits in the same order."""
     found = [doc("a", source="intranet"), doc("b", source="intranet")]
-    page_solr, command_solr = AskedSolr(answer(2, found)), AskedSolr(answer(2, found))
+    # each asks the search, then the nonsense rule's count of the documents holding both its words
+    page_solr, command_solr = AskedSolr(answer(2, found), answer(2)), AskedSolr(answer(2, found), answer(2))
     request = SearchRequest.from_params([("q", " harbour master "), ("source", "intranet")])
     page = run_search(TrimmedIndex(page_solr, Principals.anonymous()), request, rows=20)  # type: ignore[arg-type]
     shown = search_command.search(TrimmedIndex(command_solr, Principals.anonymous()), " harbour master ", 20, "intranet")  # type: ignore[arg-type]
-    (page_asked,), (command_asked,) = page_solr.asked, command_solr.asked
+    (page_asked, page_counted), (command_asked, command_counted) = page_solr.asked, command_solr.asked
     assert command_asked.pop("facet") == "false" and page_asked.pop("facet") == "true"
-    assert command_asked == page_asked
+    assert command_asked == page_asked and command_counted == page_counted
     assert [hit.url for hit in shown.hits] == [hit.url for hit in page.hits] == ["http://127.0.0.1/a", "http://127.0.0.1/b"]
 
 

@@ -12,6 +12,7 @@ from scrapy.settings import Settings
 import searchcrawl.settings
 from searchcrawl.commands.web import METRICS_TOKEN, _become, web_config
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
+from searchcrawl.search.query import COORDINATION
 from searchcrawl.system import secrets
 
 SECRETS = {
@@ -70,3 +71,13 @@ def test_the_crawls_environment_holds_neither_the_web_password_nor_the_metrics_t
     _become(environ)  # what `scrapy web` then does, for the crawls it starts as its own processes
     assert os.environ.get(secrets.WEB_PASSWORD) is None and os.environ.get(METRICS_TOKEN) is None
     assert os.environ["SEARCHCRAWL_WEB_PORT"] == "6800"
+
+
+def test_the_nonsense_rules_requirement_is_the_settings_and_empty_turns_it_off(configured: Settings) -> None:
+    """SEARCHCRAWL_SEARCH_COORDINATION and _HYBRID reach the search of the page, the JSON API and MCP
+    (``WebContext.search``); its default is the one measured (search/query.py ``COORDINATION``)."""
+    assert web_config(configured, SourceSpiderLoader(configured), "127.0.0.1", 6800, "").coordination == COORDINATION
+    configured.set("SEARCHCRAWL_SEARCH_COORDINATION", "")
+    configured.set("SEARCHCRAWL_SEARCH_COORDINATION_HYBRID", "75%")
+    chosen = web_config(configured, SourceSpiderLoader(configured), "127.0.0.1", 6800, "").coordination
+    assert (chosen.words, chosen.hybrid) == ("", "75%")

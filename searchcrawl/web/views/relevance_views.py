@@ -270,7 +270,7 @@ def _measure(ctx: WebContext, index: TrimmedIndex, form: MeasureForm) -> Measure
         )
     rules = ctx.relevance.get()
     wanted = None if form.source == "all" else form.source
-    ranked, hit_sources = judged_run(index, queries, wanted, rules, form.ranking, ctx.semantic)
+    ranked, hit_sources = judged_run(index, queries, wanted, rules, form.ranking, ctx.semantic, ctx.config.coordination)
     scores = evaluation.score_run(queries, judgments, ranked)
     found = Measured(
         scores,
@@ -279,7 +279,9 @@ def _measure(ctx: WebContext, index: TrimmedIndex, form: MeasureForm) -> Measure
         unjudged=len(queries) - len(scores),
     )
     if form.against:
-        other = evaluation.score_run(queries, judgments, judged_run(index, queries, wanted, rules, form.against, ctx.semantic)[0])
+        other = evaluation.score_run(
+            queries, judgments, judged_run(index, queries, wanted, rules, form.against, ctx.semantic, ctx.config.coordination)[0]
+        )
         found.compared = evaluation.compare(other, scores)
     return found
 
