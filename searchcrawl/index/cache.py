@@ -46,6 +46,12 @@ logger = logging.getLogger(__name__)
 
 SPOOL_BYTES = 8 * 1024 * 1024  # a spool is sealed (and a new one begun) past this size
 SPOOL_SUFFIX = ".spool"
+PUSH_LOCK = ".push.lock"  # held by the process pushing the cache; its time: when the last push began
+# Record headers a cache remembers of its spools (``SpoolIndex``; about 200 bytes each): past
+# this, the oldest spools' are forgotten, and read again by the next push
+RECORDS_REMEMBERED = 200_000
+
+Record = tuple[str, str, int, int]  # url, checksum, offset of the JSON, its length
 
 
 def spool_fill(directory: Path) -> tuple[int, int]:
@@ -63,15 +69,16 @@ def _compact(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def spool_records(path: str) -> Iterator[tuple[str, str, int, int]]:
-    """(url, checksum, offset of the JSON, its length) of each complete record in a spool."""
+def spool_records(path: str, offset: int = 0) -> Iterator[Record]:
+    """(url, checksum, offset of the JSON, its length) of each complete record in a spool, from
+    byte ``offset`` on (where a record begins)."""
     try:
         stream = open(path, "rb")
     except FileNotFoundError:
         return
     with stream:
         size = os.fstat(stream.fileno()).st_size  # a live spool grows: what is there now
-        offset = 0
+        stream.seek(offset)
         while offset < size:
             header = stream.readline()
             try:
@@ -103,14 +110,57 @@ def _sealed(path: str) -> bool:
         os.close(handle)  # closing drops the shared lock
 
 
+class SpoolIndex:
+    """The record headers of a cache's spools as its pushes read them, each spool's with how far
+    it was read. A spool is only ever appended to, so a push reads only what was appended since
+    the last (issue 102): every push read every spool whole, the live ones too (up to
+    ``SPOOL_BYTES`` each), and with ``processes = N`` there are N live spools, and N processes
+    pushing. Bounded: past ``limit`` records the oldest spools' are forgotten (read again)."""
+
+    def __init__(self, limit: int = RECORDS_REMEMBERED) -> None:
+        self.limit = limit
+        self.spools: dict[str, tuple[int, list[Record]]] = {}  # name -> (bytes read, its records)
+        self._lock = threading.Lock()  # the crawl's push and the run's end's may be threads of one process
+
+    def read(self, directory: str, names: list[str]) -> list[tuple[str, list[Record]]]:
+        """Each of the spools ``names`` (in that order) with its complete records; a spool gone
+        meanwhile has none."""
+        found = []
+        with self._lock:
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    size = os.stat(path).st_size
+                except FileNotFoundError:
+                    self.spools.pop(name, None)
+                    continue
+                read, records = self.spools.get(name, (0, []))
+                if size > read:
+                    new = list(spool_records(path, read))
+                    if new:
+                        _url, _checksum, start, length = new[-1]
+                        read, records = start + length + 1, records + new
+                found.append((name, records))
+                self.spools[name] = (read, records)
+            listed = set(names)
+            for name in [name for name in self.spools if name not in listed]:  # deleted by a push
+                del self.spools[name]
+            total = sum(len(records) for _read, records in self.spools.values())
+            while total > self.limit and self.spools:
+                _read, records = self.spools.pop(next(iter(self.spools)))  # the oldest read first
+                total -= len(records)
+        return found
+
+
 class CacheScan:
     """One push's view of the cache: the spools that were sealed when it began (only these
     may be deleted afterwards), the record each pending document is sent from, and which
     records Solr has acknowledged."""
 
-    def __init__(self, directory: str, sealed: dict[str, int]) -> None:
+    def __init__(self, directory: str, sealed: dict[str, int], index: SpoolIndex | None = None) -> None:
         self.directory = directory
         self.sealed = sealed  # spool name -> size
+        self.index = index or SpoolIndex()  # the cache's: what earlier pushes read of its spools
         self.records: dict[str, tuple[str, int, int]] = {}  # url -> (spool, offset, length)
         self.waiting: Counter[str] = Counter()  # spool -> records chosen and not yet acknowledged
 
@@ -118,8 +168,8 @@ class CacheScan:
         """Choose, for each URL, the newest complete record with the checksum the table
         expects (live spools included); returns the URLs found."""
         names = sorted(name for name in os.listdir(self.directory) if name.endswith(SPOOL_SUFFIX))
-        for name in names:
-            for url, checksum, offset, length in spool_records(os.path.join(self.directory, name)):
+        for name, records in self.index.read(self.directory, names):
+            for url, checksum, offset, length in records:
                 if checksums.get(url) == checksum:
                     self.records[url] = (name, offset, length)
         self.waiting = Counter(name for name, _offset, _length in self.records.values())
@@ -165,6 +215,7 @@ class DocumentCache:
         self.id = self._identity()
         self.size_bytes = sum(os.path.getsize(path) for path in self._spool_paths())
         self.bytes_put = 0  # bytes this object appended since it was opened (only ever grows)
+        self.index = SpoolIndex()  # its spools' record headers, as its pushes read them
         self._adopt_document_files()
 
     def _identity(self) -> str:
@@ -202,17 +253,28 @@ class DocumentCache:
     @contextlib.contextmanager
     def push_lock(self, wait: bool) -> Iterator[bool]:
         """Hold the right to push this cache (one process of the machine at a time); yields
-        False at once, without ``wait``, when another process is pushing it."""
-        with open(self.directory / ".push.lock", "a+b") as handle:
+        False at once, without ``wait``, when another process is pushing it. The lock file's
+        time says when the last push began (``last_push_began``)."""
+        with open(self.directory / PUSH_LOCK, "a+b") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return
             try:
+                with contextlib.suppress(OSError):  # a file of another owner: the others push on their own intervals
+                    os.utime(handle.fileno())
                 yield True
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def last_push_began(self) -> float:
+        """When a push of this cache last began (``time.time()``), by whichever process of the
+        machine; 0.0 when none has."""
+        try:
+            return os.stat(os.path.join(self._directory, PUSH_LOCK)).st_mtime
+        except FileNotFoundError:
+            return 0.0
 
     def put(self, document: dict[str, Any]) -> int:
         """Append a Solr document (keyed by its ``url``); returns its size in bytes."""
@@ -270,7 +332,7 @@ class DocumentCache:
             with contextlib.suppress(FileNotFoundError):
                 if _sealed(path):
                     sealed[os.path.basename(path)] = os.path.getsize(path)
-        return CacheScan(self._directory, sealed)
+        return CacheScan(self._directory, sealed, self.index)
 
     def release(self, scan: CacheScan) -> int:
         """Delete the spools the push has finished with; returns how many."""

@@ -157,6 +157,9 @@ def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row["lock_wait_ms_per_page"] = round(statistics.mean(w["lock_wait_ms_per_page"] for w in waits), 3)
             row["statements_ms_per_page"] = round(statistics.mean(w["statements_ms_per_page"] for w in waits), 3)
             row["loop_idle_ms_per_page"] = round(statistics.mean(w["loop_idle_ms_per_page"] for w in waits), 3)
+            for key in ("user_ms_per_page", "system_ms_per_page", "gc_ms_per_page"):  # the crawl's, inside it
+                if all(key in w for w in waits):
+                    row[key] = round(statistics.mean(w[key] for w in waits), 3)
         target = TARGETS.get(processes)
         if target is not None:
             speedup, cpu = target
@@ -175,9 +178,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"database: {report['database']}, settings: {report['settings'] or 'defaults'}",
         ["P", "runs", "requests", "seconds", "pages/s", "speed-up", "pages/s fetching", "speed-up fetching"]
         + ["CPU ms / page", "CPU / page vs 1", "cores busy", "target", "met", "statements ms / page"]
-        + ["writer lock ms / page", "loop idle ms / page"],
+        + ["writer lock ms / page", "loop idle ms / page", "user ms / page", "system ms / page", "GC ms / page"],
         [
-            [row["entry"], row["runs"], *(row.get(key, "") for key in keys), row.get("loop_idle_ms_per_page", "")]
+            [row["entry"], row["runs"], *(row.get(key, "") for key in keys)]
+            + [row.get(key, "") for key in ("loop_idle_ms_per_page", "user_ms_per_page", "system_ms_per_page", "gc_ms_per_page")]
             for row in report["summary"]
         ],
         right=2,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -285,6 +287,35 @@ def test_another_process_pushing_keeps_the_pause_as_it_is(crawler_of) -> None:
     assert result.skipped
     pipeline._account(result)
     assert pipeline.failures == 1 and pipeline.retry_after == pause
+
+
+def test_a_push_another_process_began_within_the_interval_counts_for_this_ones(crawler_of) -> None:
+    """processes = N share one cache, and a push sends what every process cached: a process
+    whose interval has passed does not push when another began a push less than an interval
+    ago; its interval starts from that push (issue 102: N processes pushed N times as often as
+    one, each push reading the table and the spools)."""
+    crawler = crawler_of(SEARCHCRAWL_PUSH_INTERVAL=60)  # UNREACHABLE_SOLR: a push fails, which is all the same here
+    pipeline = solr_pipeline(crawler)
+    cache_of = stores_of(crawler).cache
+
+    async def crawl() -> None:
+        pipeline.pushed_time -= 61  # this process's interval has passed
+        with cache_of.push_lock(True):  # another process of the crawl begins a push
+            pass
+        (first,) = cache(crawler, "a.html")
+        pipeline.process_item(first)
+        assert pipeline.flushing is None
+        assert time.monotonic() - pipeline.pushed_time < 5  # its interval counts from the other's push
+        lock = cache_of.directory / ".push.lock"
+        long_ago = time.time() - 61
+        os.utime(lock, (long_ago, long_ago))  # the other's push began an interval ago
+        pipeline.pushed_time -= 61
+        (second,) = cache(crawler, "b.html")
+        pipeline.process_item(second)
+        assert pipeline.flushing is not None
+        await pipeline.flushing
+
+    asyncio.run(crawl())
 
 
 def test_with_preserve_cache_pushes_go_by_size_only(crawler_of) -> None:

@@ -3,6 +3,7 @@ tests/e2e/test_indexer.py)."""
 
 import dataclasses
 import json
+import time
 
 import pysolr
 
@@ -10,6 +11,7 @@ from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.pipelines.cache_writer import access_column
 from searchcrawl.crawl.pipelines.checksum import access_update
+from searchcrawl.index import cache as cache_module
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.push import PushResult, SolrPusher, push_with_retries, set_anchors
 from searchcrawl.index.solr_client import IndexingError, batches, describe
@@ -115,6 +117,62 @@ def test_spools_are_deleted_once_sealed_and_pushed_and_a_killed_writers_tail_is_
     scan = cache.scan()
     scan.select({})
     assert cache.release(scan) == 2 and cache.size_bytes == 0
+
+
+def test_a_push_reads_only_the_records_appended_since_the_last_one(tmp_path, monkeypatch) -> None:
+    """A spool is only appended to: each push reads the record headers written since the one
+    before, not every spool whole (issue 102: a live spool of up to 8 MB at every push, one a
+    process with processes = N)."""
+    read: list[str] = []
+
+    def counted(path: str, offset: int = 0):
+        for record in records(path, offset):
+            read.append(record[0])
+            yield record
+
+    records = cache_module.spool_records
+    monkeypatch.setattr(cache_module, "spool_records", counted)
+    cache = DocumentCache(tmp_path / "cache", spool_bytes=300)  # a spool of two or three records
+    for number in range(4):
+        cache.put({"id": f"s!d{number}", "url": f"d{number}", "checksum": "c", "content": "x" * 50})
+    assert cache.scan().select({f"d{number}": "c" for number in range(4)}) == {"d0", "d1", "d2", "d3"}
+    assert sorted(read) == ["d0", "d1", "d2", "d3"]
+    read.clear()
+    cache.put({"id": "s!d1", "url": "d1", "checksum": "new", "content": "changed"})
+    scan = cache.scan()
+    assert scan.select({"d0": "c", "d1": "new", "d3": "c"}) == {"d0", "d1", "d3"}
+    assert read == ["d1"]  # only the record appended since
+    assert dict(scan.documents())["d1"] == b'{"id":"s!d1","url":"d1","checksum":"new","content":"changed"}'
+
+
+def test_the_spool_index_forgets_spools_deleted_and_the_oldest_past_its_limit(tmp_path) -> None:
+    from searchcrawl.index.cache import SpoolIndex
+
+    cache = DocumentCache(tmp_path / "cache", spool_bytes=100)  # a spool a record
+    cache.index = SpoolIndex(limit=2)
+    for number in range(4):
+        cache.put({"id": f"s!d{number}", "url": f"d{number}", "checksum": "c", "content": "x" * 50})
+    scan = cache.scan()
+    assert scan.select({f"d{number}": "c" for number in range(4)}) == {"d0", "d1", "d2", "d3"}
+    assert len(cache.index.spools) == 2  # the two newest spools' records kept, the others read again
+    scan.acknowledged(["d0", "d1", "d2", "d3"])
+    cache.seal()
+    scan = cache.scan()
+    assert scan.select({f"d{number}": "c" for number in range(4)}) == {"d0", "d1", "d2", "d3"}
+    scan.acknowledged(["d0", "d1", "d2", "d3"])
+    assert cache.release(scan) == 4
+    assert cache.scan().select({"d0": "c"}) == set() and cache.index.spools == {}
+
+
+def test_the_push_lock_says_when_the_last_push_began(tmp_path) -> None:
+    """Whichever process of the machine pushed: the others' intervals count from it
+    (pipelines/solr_push.py)."""
+    cache = DocumentCache(tmp_path / "cache")
+    assert cache.last_push_began() == 0.0
+    before = time.time()
+    with cache.push_lock(True) as mine:
+        assert mine
+    assert before - 1 <= DocumentCache(tmp_path / "cache").last_push_began() <= time.time()
 
 
 def test_documents_cached_one_file_each_by_an_earlier_version_are_adopted(tmp_path) -> None:

@@ -1,6 +1,8 @@
 """Pushes the document cache to Solr: whenever another threshold's worth has been cached, or
 ``SEARCHCRAWL_PUSH_INTERVAL`` seconds after the last push began when something was cached since,
-and when the crawl ends.
+and when the crawl ends. The processes of a crawl of several (``processes = N``) share one cache,
+and a push sends what each of them cached: the interval runs from the last push of any of them
+(``DocumentCache.last_push_began``), so that N processes push as often as one.
 
 The interval keeps the index current during a crawl of small documents (20 MB of them can take
 an hour to fetch politely), and keeps the end of a crawl short: Solr indexes while the crawl goes
@@ -180,10 +182,24 @@ class SolrPipeline:
         cached = cache.bytes_put - self.pushed_at
         fresh = cached >= self.threshold
         waited = 0 < self.interval <= now - self.pushed_time and (cached > 0 or self.failures > 0)
+        if waited and not fresh and not self.failures:
+            waited = not self._pushed_by_another(now)
         retry = self.failures > 0 and cache.size_bytes >= self.threshold
         if due and idle and (fresh or waited or retry):
             self.pushed_at, self.pushed_time = cache.bytes_put, now
             self.flushing = asyncio.ensure_future(self._flush())
+
+    def _pushed_by_another(self, now: float) -> bool:
+        """Did another process sharing the cache (``processes = N``) begin a push less than an
+        interval ago? It pushes what this one cached before it began too, so this one's interval
+        starts from that push (``pushed_time``): N processes push as often as one, not N times
+        as often, each push reading the table's pending documents and the cache's spools
+        (issue 102)."""
+        since = time.time() - self.pusher.cache.last_push_began()
+        if not 0 <= since < self.interval:  # none, long ago, or a clock set back: as before
+            return False
+        self.pushed_time = now - since
+        return True
 
     async def _flush(self) -> None:
         try:
