@@ -143,6 +143,11 @@ class Bench:
             SOLR_URL=solr_url,
             PYTHONPATH=python_path(root),
             SEARCHCRAWL_DB_URL="",
+            # The crawl words-only: semantic search's default model embeds in a process of its own
+            # (crawl/extensions/passage_sync.py), whose CPU the measured process's children's rusage
+            # would count; its cost is measured apart (default_model.py, issue 102 point 3). A
+            # benchmark's --set SEARCHCRAWL_EMBEDDINGS=... (Scrapy's -s, over this) turns it on.
+            SEARCHCRAWL_EMBEDDINGS="",
         )
         self.env = as_installed(env)  # every phase from compiled modules
         compile_searchcrawl(self.env, root)
