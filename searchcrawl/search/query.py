@@ -183,7 +183,7 @@ class Coordination:
     query above its floor (SEARCHCRAWL_SEARCH_COORDINATION_HYBRID). Where it found something, none.
     Each chosen leave-one-set-out on the judged sets (tests/benchmarks/nonsense.py)."""
 
-    words: str = "2<-1 4<60%"
+    words: str = ""  # settings.py: opt-in where the model gives no verdict
     hybrid: str = "2<-1 4<60%"
 
     @classmethod

@@ -1,7 +1,8 @@
 """Nonsense finds nothing (issue 100): a query that shares one word with a crawled site ("how to
 train a dragon to breathe fire" and the fire drill's page) has no hit, on the search page, the
 JSON API and `scrapy search` alike (one ``run_search``), while a real query finds its page;
-SEARCHCRAWL_SEARCH_COORDINATION="" turns the rule off. With the default model too: nothing about
+words alone the rule is opt-in (SEARCHCRAWL_SEARCH_COORDINATION, off by default: "" turns it off).
+With the default model (its default): nothing about
 it above the model's floor and no page holding enough of its asked words (_HYBRID) is no hit."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tests.e2e.test_api import api, make_token
 from tests.e2e.test_semantic_crawls import QUESTION, SECURITY, default_env, write_site
 from tests.web_site import serve_web
 
+WORDS_RULE = {"SEARCHCRAWL_SEARCH_COORDINATION": "2<-1 4<60%"}  # words alone: opt-in
 NONSENSE = "how to train a dragon to breathe fire"  # "fire": the fire drill's page, by that word alone
 REAL = "where do I lock my bicycle"  # the cycling page holds both its asked words
 
@@ -29,15 +31,15 @@ def test_nonsense_finds_nothing_on_the_page_the_api_and_the_command_while_a_real
     project.source(name, f'seeds = ["{site.url}index.html"]\n')
     crawled = project.scrapy("crawl", name)  # the suite's own settings: words alone
     assert crawled.returncode == 0, crawled.stderr[-3000:]
-    off = project.scrapy("search", NONSENSE, "--source", name, SEARCHCRAWL_SEARCH_COORDINATION="")
-    assert "1. Fire drill" in off.stdout, off.stdout + off.stderr  # the rule off: found by "fire"
-    command = project.scrapy("search", NONSENSE, "--source", name)
+    off = project.scrapy("search", NONSENSE, "--source", name)
+    assert "1. Fire drill" in off.stdout, off.stdout + off.stderr  # the default, words alone: found by "fire"
+    command = project.scrapy("search", NONSENSE, "--source", name, **WORDS_RULE)
     assert command.returncode == 0 and "0 documents match" in command.stdout, command.stdout + command.stderr
-    found = project.scrapy("search", REAL, "--source", name)
+    found = project.scrapy("search", REAL, "--source", name, **WORDS_RULE)
     assert "1. Cycling to work" in found.stdout, found.stdout + found.stderr
 
     port = free_port()
-    web = serve_web(project, port)
+    web = serve_web(project, port, **WORDS_RULE)
     try:
         base = f"http://127.0.0.1:{port}"
         page = requests.get(base + "/", params={"q": NONSENSE, "source": name}, timeout=30)

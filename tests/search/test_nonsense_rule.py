@@ -40,7 +40,7 @@ def test_the_filter_reads_the_asked_words_and_the_requirement_from_parameters_of
     assert params == {ASKED_PARAM: "ball pythons eat", ASKED_MM_PARAM: "2<-1 4<60%"}
 
 
-SPEC = COORDINATION.words
+SPEC = "2<-1 4<60%"  # the words requirement an installation opts in to (settings.py: off by default)
 
 
 @pytest.mark.parametrize(
@@ -130,6 +130,7 @@ class Counting:
 
 
 NONSENSE = SearchRequest(q="what do ball pythons eat")
+OPTED = Coordination(words=SPEC, hybrid=COORDINATION.hybrid)  # the defaults, the words requirement opted in
 
 
 def semantic(floor: float | None = 0.5) -> SemanticSearch:
@@ -138,15 +139,22 @@ def semantic(floor: float | None = 0.5) -> SemanticSearch:
 
 def test_words_alone_a_query_no_document_speaks_of_enough_has_no_hit() -> None:
     index = Counting(["math", "logging"], coordinated=0)
-    page = run_search(index, NONSENSE, spellcheck=False)  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, coordination=OPTED)  # type: ignore[arg-type]
     assert (page.total, page.hits) == (0, [])
-    assert index.asked == ["words", f"count ball pythons eat {COORDINATION.words} rows=0"]
+    assert index.asked == ["words", f"count ball pythons eat {OPTED.words} rows=0"]
 
 
 def test_words_alone_a_query_some_document_speaks_of_keeps_its_hits() -> None:
     index = Counting(["math", "logging"], coordinated=1)
-    page = run_search(index, NONSENSE, spellcheck=False)  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, coordination=OPTED)  # type: ignore[arg-type]
     assert page.total == 2 and [hit.title for hit in page.hits] == ["Math", "Logging"]
+
+
+def test_by_default_words_alone_the_hits_stand_unasked() -> None:
+    """Without the model's verdict the rule is opt-in (settings.py): a page holding one word of a
+    two-word query is often the one wanted."""
+    index = Counting(["math"], coordinated=0)
+    assert run_search(index, NONSENSE, spellcheck=False).total == 1 and index.asked == ["words"]  # type: ignore[arg-type]
 
 
 def test_without_a_requirement_the_words_hits_stand_unasked() -> None:
@@ -173,9 +181,9 @@ def test_hybrid_nothing_above_the_floor_asks_the_hybrid_requirement() -> None:
 
 def test_a_model_without_a_floor_gives_no_verdict_the_words_requirement_applies() -> None:
     index = Counting(["math"], coordinated=0, meaning=["ballpython"])
-    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic(None))  # type: ignore[arg-type]
+    page = run_search(index, NONSENSE, spellcheck=False, semantic=semantic(None), coordination=OPTED)  # type: ignore[arg-type]
     assert page.total == 0 and "knn" not in index.asked
-    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.words} rows=0"
+    assert index.asked[-1] == f"count ball pythons eat {OPTED.words} rows=0"
 
 
 def test_a_failing_model_gives_no_verdict_the_words_requirement_applies() -> None:
@@ -184,8 +192,8 @@ def test_a_failing_model_gives_no_verdict_the_words_requirement_applies() -> Non
             raise OSError("the model server is down")
 
     index = Failing(["math"], coordinated=0)
-    assert run_search(index, NONSENSE, spellcheck=False, semantic=semantic()).total == 0  # type: ignore[arg-type]
-    assert index.asked[-1] == f"count ball pythons eat {COORDINATION.words} rows=0"
+    assert run_search(index, NONSENSE, spellcheck=False, semantic=semantic(), coordination=OPTED).total == 0  # type: ignore[arg-type]
+    assert index.asked[-1] == f"count ball pythons eat {OPTED.words} rows=0"
 
 
 def test_a_page_the_kNN_query_does_not_order_asks_the_model_for_its_verdict() -> None:

@@ -17,7 +17,7 @@ from searchcrawl.commands import search as search_command
 from searchcrawl.rules.ranking_rules import Rules
 from searchcrawl.search import hybrid
 from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
-from searchcrawl.search.query import MAX_QUERY_CHARS
+from searchcrawl.search.query import MAX_QUERY_CHARS, Coordination
 from searchcrawl.search.request import SearchRequest
 from searchcrawl.search.results import MARK_CLOSE, MARK_OPEN, run_search
 from searchcrawl.search.trimmed_index import TrimmedIndex
@@ -65,8 +65,15 @@ def test_scrapy_search_asks_solr_what_the_page_asks_and_shows_its_hits() -> None
     # each asks the search, then the nonsense rule's count of the documents holding both its words
     page_solr, command_solr = AskedSolr(answer(2, found), answer(2)), AskedSolr(answer(2, found), answer(2))
     request = SearchRequest.from_params([("q", " harbour master "), ("source", "intranet")])
-    page = run_search(TrimmedIndex(page_solr, Principals.anonymous()), request, rows=20)  # type: ignore[arg-type]
-    shown = search_command.search(TrimmedIndex(command_solr, Principals.anonymous()), " harbour master ", 20, "intranet")  # type: ignore[arg-type]
+    opted = Coordination(words="2<-1 4<60%")  # the words requirement (off by default) opted in: asked alike
+    page = run_search(TrimmedIndex(page_solr, Principals.anonymous()), request, rows=20, coordination=opted)  # type: ignore[arg-type]
+    shown = search_command.search(
+        TrimmedIndex(command_solr, Principals.anonymous()),  # type: ignore[arg-type]
+        " harbour master ",
+        20,
+        "intranet",
+        coordination=opted,
+    )
     (page_asked, page_counted), (command_asked, command_counted) = page_solr.asked, command_solr.asked
     assert command_asked.pop("facet") == "false" and page_asked.pop("facet") == "true"
     assert command_asked == page_asked and command_counted == page_counted

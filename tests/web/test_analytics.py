@@ -321,8 +321,8 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     config = unit_config(tmp_path, analytics_days=90)
     app = create_app(config)
     with TestClient(app, base_url="http://127.0.0.1") as web:  # the lifespan starts the writer
-        # the search, the nonsense rule's count of the documents holding both its words, the formula's search and spelling
-        app.state.web._solr = AskedSolr(answer(23, DOCS), answer(23), answer(0), answer(0))
+        # the search (the nonsense rule, words alone, is off by default: no count), the formula's search and spelling
+        app.state.web._solr = AskedSolr(answer(23, DOCS), answer(0), answer(0))
         page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
         links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
         assert len(links) == 3 and all(link.startswith("/click?") for link in links)
@@ -416,7 +416,7 @@ def test_searches_are_answered_while_the_writer_waits_on_the_database(tmp_path: 
     web.analytics.close()
     web.analytics = Analytics(lambda: store, days=90)  # type: ignore[arg-type,return-value]
     web.analytics.start()
-    web._solr = AskedSolr(*(answer(3, DOCS) for _ in range(40)))  # each search and its nonsense rule's count
+    web._solr = AskedSolr(*(answer(3, DOCS) for _ in range(40)))  # each search (and a count, where the nonsense rule asks one)
     client = TestClient(app, base_url="http://127.0.0.1")
     for number in range(20):
         page = client.get("/", params={"q": f"harbour {number}"})
