@@ -23,7 +23,7 @@ from tests.conftest import Project, free_port, wait_for
 from tests.web_site import PASSWORD, serve_web
 
 MASTER = '"harbour master"'  # a phrase only this corpus holds: 24 hits
-NOTHING = "zyxwvut-nothing"
+NOTHING = "zyxwvutqnothingq"  # one token no document holds ("zyxwvut-nothing" was two: "nothing" matched another test's page in the shared core)
 
 
 @pytest.fixture
