@@ -21,7 +21,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection, and_, bindparam, delete, select
 
 from searchcrawl.rules.lifecycle import State
-from searchcrawl.store.columns import IN_INDEX, each_key, one_of
+from searchcrawl.store.columns import IN_INDEX, each_key, found_by_key, one_of
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import anchor_marks, anchors, documents
 
@@ -88,7 +88,7 @@ def mark_due(database: Database, connection: Connection, source: str, targets: I
             each_key(
                 dialect,
                 select(documents.c.source, documents.c.url_hash).where(
-                    documents.c.source == bindparam("source"), one_of(documents.c.state, IN_SOLR)
+                    documents.c.source == bindparam("source"), one_of(found_by_key(documents.c.state), IN_SOLR)
                 ),
                 documents.c.url_hash,
                 "targets",

@@ -119,3 +119,31 @@ def test_a_test_crawl_writes_no_anchors(tmp_path) -> None:
     test = Ledger(table.for_run(None, test_mode=True), "s")
     test.record(P, cached("p", ((Q, "words"),)))
     assert texts(ledger, Q) == {} and due(ledger) == set()
+
+
+def test_marking_a_pages_targets_due_finds_them_by_key_on_sqlite(tmp_path) -> None:
+    """A parsed page's targets are marked due by their key (source, url_hash), never by reading
+    the source's rows in the index: SQLite, never analysed, read them by ix_documents_source_state
+    for every page (linear in the source a page: 5 ms at 9,000 documents, 12% of the Nutch
+    Javadoc crawl's CPU); the state is tested on the rows the key found."""
+    from sqlalchemy import event
+
+    ledger = Ledger(DocumentTable(Database(f"sqlite:///{tmp_path / 'a.sqlite3'}")), "s")
+    for number in range(20):
+        indexed(ledger, f"http://a.test/{number}.html", f"c{number}")
+    sent: list[tuple[str, tuple]] = []
+    listener = lambda _c, _cur, statement, parameters, *_rest: sent.append((statement, parameters))  # noqa: E731
+    engine = ledger.table.database.engine
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        ledger.record(P, cached("p", tuple((f"http://a.test/{number}.html", "a link") for number in range(5))))
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    marks = [(statement, parameters) for statement, parameters in sent if "INSERT INTO anchor_marks" in statement]
+    assert len(marks) == 1, sent
+    with engine.connect() as connection:
+        plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + marks[0][0], marks[0][1])]
+    assert [step for step in plan if "documents" in step] == [
+        "SEARCH documents USING INDEX sqlite_autoindex_documents_1 (source=? AND url_hash=?)"
+    ], plan
+    assert due(ledger) == {f"http://a.test/{number}.html" for number in range(5)}
