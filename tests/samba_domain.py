@@ -30,6 +30,7 @@ failed start. What tests may rely on:
   ``restart_rpc_workers()``: Samba's srvsvc worker starts over; ``without_rpc_helpers()``: a
   server without a srvsvc pipe, for a ``with`` block;
 - ``can_read(user, share, path)``: the oracle, Samba's own decision whether that user may read;
+  ``readable(user, files)``: the same for many files, over one session of the user;
 - ``stop()`` / ``start()``: samba ends (connections refused) / comes back (an unreachable server).
 
 The users: alice, bob, carol, dave and the service account crawler. The groups: staff (bob and
@@ -237,18 +238,25 @@ class SambaDomain:
         return self
 
     def stop(self) -> None:
-        """Kill samba and every process it started (smbd and winbindd are sessions of their own:
-        everything in the namespace, which is this fixture's alone); the namespace stays."""
+        """End samba and every process it started (everything in the namespace, which is this
+        fixture's alone); the namespace stays. Samba ends its tasks (smbd and winbindd, sessions
+        of their own) on SIGTERM, but not the RPC helpers smbd starts on demand (samba-dcerpcd
+        and its rpcd_* workers): they waited for the SIGKILL 20 s later, at every stop of a
+        samba that had served a pipe. So once samba has ended, what is left gets SIGTERM (the
+        helpers end on it at once), and whatever is still there 20 s later SIGKILL."""
         self._reset_admin_cache()
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             process.terminate()  # samba stops its tasks
-        for kill in (False, True):  # then SIGKILL what is left after 20 s
-            deadline = time.monotonic() + 20
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=20)
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            deadline, sent = time.monotonic() + 20, set()
             while (pids := self._namespace_pids()) and time.monotonic() < deadline:
-                for pid in pids if kill else ():
+                for pid in pids if signum == signal.SIGKILL else set(pids) - sent:
                     with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                        os.kill(pid, signum)
+                    sent.add(pid)
                 time.sleep(0.05)
         if process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -591,33 +599,42 @@ class SambaDomain:
 
     # -- the oracle ------------------------------------------------------------------------
     def can_read(self, user: str, share: str, relpath: str) -> bool:
-        """Whether ``user`` may read the file, as Samba decides: a new SMB session as the user
-        opens it for FILE_READ_DATA and reads a byte. False on access denied (at tree connect or
-        at open); any other error raises."""
+        """Whether ``user`` may read the file, as Samba decides (``readable`` of one file)."""
+        return bool(self.readable(user, [(share, relpath)]))
+
+    def readable(self, user: str, files: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The files (share, path) ``user`` may read, as Samba decides: one new SMB session as the
+        user opens each for FILE_READ_DATA and reads a byte (Samba checks the share's permissions
+        at each tree connect and the file's ACL at each open, whatever the session opened before;
+        a session of its own per file cost an NTLM sign-on and an encrypted tree connect each).
+        Access denied (at tree connect or at open) leaves a file out; any other error raises."""
         smbclient = _smbclient()
         from smbprotocol.exceptions import AccessDenied, NtStatus, SMBOSError  # type: ignore[import-untyped]
 
         cache: dict[str, object] = {}
         password = self.admin_password if user == "Administrator" else self.passwords[user]
+        found: set[tuple[str, str]] = set()
         try:
-            with smbclient.open_file(
-                self.unc(share, relpath),
-                mode="rb",
-                buffering=0,
-                desired_access=FILE_READ_DATA,
-                username=f"{DOMAIN}\\{user}",
-                password=password,
-                connection_cache=cache,
-                auth_protocol="ntlm",
-            ) as file:
-                file.read(1)
-            return True
-        except AccessDenied:  # at tree connect (the share's permissions)
-            return False
-        except SMBOSError as error:  # at open (the file's ACL)
-            if error.ntstatus == NtStatus.STATUS_ACCESS_DENIED:
-                return False
-            raise
+            for share, relpath in files:
+                try:
+                    with smbclient.open_file(
+                        self.unc(share, relpath),
+                        mode="rb",
+                        buffering=0,
+                        desired_access=FILE_READ_DATA,
+                        username=f"{DOMAIN}\\{user}",
+                        password=password,
+                        connection_cache=cache,
+                        auth_protocol="ntlm",
+                    ) as file:
+                        file.read(1)
+                    found.add((share, relpath))
+                except AccessDenied:  # at tree connect (the share's permissions)
+                    continue
+                except SMBOSError as error:  # at open (the file's ACL)
+                    if error.ntstatus != NtStatus.STATUS_ACCESS_DENIED:
+                        raise
+            return found
         finally:
             with contextlib.suppress(Exception):
                 smbclient.reset_connection_cache(connection_cache=cache)

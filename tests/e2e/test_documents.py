@@ -3,9 +3,7 @@ main text; and a site linking to documents of every supported kind, crawled into
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
+import os
 import uuid
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from searchcrawl.content.charsets import choose_encoding
 from searchcrawl.content.extract import mapped_attributes, typed_value
 from searchcrawl.content.language_detection import detect_language
 from searchcrawl.dev.tika_runner import DevTika
-from tests.conftest import ROOT, free_port, solr_docs, wait_for
+from tests.conftest import TEST_JVM_OPTIONS, free_port, solr_docs, wait_for
 
 
 @pytest.mark.parametrize(
@@ -242,6 +240,7 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
     """Documents whose converter went away mid-crawl: status 926, their indexed version kept, no
     failure counted; the crawl finishes; with Tika back, the next crawl indexes them."""
     tika = DevTika(tmp_path / "tika", free_port())  # its own: the run's Tika serves other tests
+    tika.java_tool_options = TEST_JVM_OPTIONS  # as the run's: it starts twice here
     tika_env = {"SEARCHCRAWL_TIKA_URL": tika.start()}
     try:
         root = tmp_path / "site"
@@ -258,24 +257,18 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
         assert {doc["content"] for doc in solr_docs(solr, name) if doc["url"].endswith(".docx")} == {
             f"first version of document {n}" for n in range(12)
         }
-        time.sleep(1.1)  # a new Last-Modified second
         for n, doc in enumerate(names):
+            first = (root / doc).stat().st_mtime
             write_docx(root / doc, f"second version of document {n}")
+            os.utime(root / doc, (first + 2, first + 2))  # a new Last-Modified second (HTTP dates have 1 s resolution)
         site.requests.clear()
         # this crawl only is slow (half a second a request, one at a time): Tika stops in its middle
         project.source(name, seeds + "delay = 0.5\nconcurrent_per_site = 1\n")
-        crawl = subprocess.Popen(
-            [sys.executable, "-m", "scrapy", "crawl", name],
-            cwd=ROOT,
-            env=project.env(**tika_env),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        crawl = project.popen("crawl", name, **tika_env)
         wait_for(lambda: sum(path.endswith(".docx") for path in site.paths()) >= 4, what="four documents fetched")
         tika.stop()  # in the middle of the crawl
-        _out, err = crawl.communicate(timeout=300)
-        assert crawl.returncode == 0, err[-3000:]
+        output, _ = crawl.communicate(timeout=300)
+        assert crawl.returncode == 0, (output or "")[-3000:]
         table = project.table()
         rows = {doc: table.get(name, site.url + doc) for doc in names}
         content = {doc["url"].rsplit("/", 1)[1]: doc["content"] for doc in solr_docs(solr, name)}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,7 +22,7 @@ from searchcrawl.index import solrcloud
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import SolrIndex
 from searchcrawl.search.trimmed_index import TrimmedIndex
-from tests.conftest import ROOT, LocalSolrCloud, wait_for
+from tests.conftest import ROOT, LocalSolrCloud, run_scrapy, wait_for
 
 # With the session's one SolrCloud, on one pytest-xdist worker (--dist loadgroup): a cluster
 # (two Solr nodes and ZooKeeper) costs some 30 s of CPU to start. Tests that stop a node start it again.
@@ -39,10 +38,10 @@ def cloud(solr_cloud: LocalSolrCloud) -> LocalSolrCloud:
 
 
 def scrapy_solr(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy solr *args``, forked from the worker's fork server as every other command of the
+    tests (a fresh interpreter costs some 2.5 s of CPU to import Scrapy and searchcrawl)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), SEARCHCRAWL_DATA_DIR=str(data_dir))
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "solr", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
+    return run_scrapy(["solr", *args], env, timeout=600)
 
 
 def docs(prefix: str, count: int) -> list[dict]:
@@ -223,14 +222,7 @@ def test_search_and_the_web_pages_read_a_comma_separated_solr_url(cloud: LocalSo
     down = f"http://127.0.0.1:{free_port()}/solr/commas"  # a node that is down: passed over
     for solr_url in (",".join(urls), ",".join([down, *urls])):
         env = dict(os.environ, PYTHONPATH=str(ROOT), SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(tmp_path / "data"))
-        searched = subprocess.run(
-            [sys.executable, "-m", "scrapy", "search", "replicated", "--source", "commas"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        searched = run_scrapy(["search", "replicated", "--source", "commas"], env, timeout=300)
         assert searched.returncode == 0, searched.stdout + searched.stderr
         assert searched.stdout.startswith("3 documents match") and "Cloud document 2" in searched.stdout, searched.stdout
 

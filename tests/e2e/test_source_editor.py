@@ -19,13 +19,32 @@ from playwright.sync_api import Browser
 from starlette.testclient import TestClient
 
 from searchcrawl.rules.urls import canonical
+from searchcrawl.web import source_editor
 from searchcrawl.web.app import create_app
-from tests.conftest import Project, wait_for
+from tests.conftest import FORK_SERVER, ROOT, Project, run_scrapy, wait_for
 from tests.e2e.test_crawl import source_text, unique
 from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_browser import browser, pytestmark  # noqa: F401 - the fixture, Chromium's check
 from tests.sites import build_intranet
 from tests.web_site import browser_login, web_served
+
+
+@pytest.fixture(autouse=True)
+def forked_test_crawls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test crawls of the web application these tests run in their own process (TestClient)
+    are forks of the worker's fork server, as every other `scrapy` command of the tests
+    (tests/forkserver.py): a test crawl is two commands, the crawl and its report, each a fresh
+    interpreter otherwise (some 2.5 s of CPU to import Scrapy and searchcrawl). The test crawls
+    of `scrapy web` (web_served) still start ``python -P -m scrapy`` as the product does, and
+    tests/e2e/test_launchers.py tests that command."""
+    if FORK_SERVER is None:
+        return
+
+    def forked(project_dir: Path, environ: dict[str, str], timeout: float, *args: str) -> Any:
+        assert project_dir == ROOT, project_dir
+        return run_scrapy(list(args), environ, timeout=timeout)
+
+    monkeypatch.setattr(source_editor, "run_command", forked)
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.runs import Runs
-from tests.conftest import ROOT, InFlight, Site, solr_docs, wait_for
+from tests.conftest import InFlight, Site, popen_scrapy, solr_docs, wait_for
 
 pytestmark = pytest.mark.usefixtures("solr")
 
@@ -417,19 +415,12 @@ def test_a_killed_run_shows_as_dead(project, serve, tmp_path):
         write(root / f"p{i}.html", page(f"p{i}", f"page {i}"))
     site = serve(root, slow=0.2, in_flight=InFlight())
     name = source(project, site)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", name],
-        cwd=ROOT,
-        env=project.env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with open(os.devnull, "w") as nowhere:
+        process = popen_scrapy(["crawl", name], project.env(), stdout=nowhere, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: len(site.requests) > 5, timeout=120, what="the crawl to fetch pages")
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    time.sleep(0.5)
+        process.kill()
+        process.wait()  # reaped: its pid is gone
     status = project.scrapy("status", name)
     assert f"dead (marked running, but process {process.pid}" in status.stdout, status.stdout
