@@ -864,6 +864,15 @@ def run_scrapy(args: list[str], env: dict[str, str], timeout: float | None = 600
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def run_console(args: list[str], cwd: Path, env: dict[str, str], timeout: float | None = 600) -> subprocess.CompletedProcess[str]:
+    """The console command ``searchcrawl *args`` (searchcrawl/cli.py) in ``cwd``, as ``run_scrapy``
+    runs ``scrapy``: forked from the fork server, else a fresh interpreter."""
+    if FORK_SERVER is not None:
+        return FORK_SERVER.run(args, cwd, env, timeout=timeout, console=True)
+    command = [sys.executable, "-c", "from searchcrawl.cli import main; main()", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def popen_scrapy(args: list[str], env: dict[str, str], stdout: object = None, stderr: object = None) -> subprocess.Popen[str]:
     """``subprocess.Popen([python, -m, scrapy, *args], text=True)`` in ROOT; stdout and stderr as
     Popen takes them (PIPE, STDOUT, a file, None)."""

@@ -12,8 +12,9 @@ be signalled and SIGKILLed, its children are its own), with a fresh import of
 opens a database, a socket to a server or a reactor.
 
 ``run()`` and ``popen()`` stand in for ``subprocess.run`` and ``subprocess.Popen`` of
-``[sys.executable, "-m", "scrapy", *args]``; tests of how a fresh interpreter starts (a wheel, the
-deploy scripts) keep running real ``python`` processes.
+``[sys.executable, "-m", "scrapy", *args]`` (with ``console=True``, of the console command
+``searchcrawl *args``, searchcrawl/cli.py: the same commands outside a Scrapy project); tests of
+how a fresh interpreter starts (a wheel, the deploy scripts) keep running real ``python`` processes.
 
 Protocol (a UNIX socket per command): the client sends a JSON request with its stdin, stdout and
 stderr descriptors (SCM_RIGHTS); a watcher process forked by the server forks the command,
@@ -93,7 +94,8 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 def _command(request: dict[str, Any], fds: list[int]) -> None:
-    """In the forked command: become `python -m scrapy <args>` and never return."""
+    """In the forked command: become `python -m scrapy <args>` (or the console command `searchcrawl
+    <args>`) and never return."""
     code = 1
     try:
         for target, fd in zip((0, 1, 2), fds, strict=True):
@@ -109,14 +111,19 @@ def _command(request: dict[str, Any], fds: list[int]) -> None:
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the command's own streams, for its life
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        sys.argv = ["scrapy", *request["args"]]
+        sys.argv = ["searchcrawl" if request.get("console") else "scrapy", *request["args"]]
         for entry in reversed([e for e in request["env"].get("PYTHONPATH", "").split(os.pathsep) if e]):
             if entry not in sys.path:
                 sys.path.insert(1, entry)  # after the working directory, as PYTHONPATH goes
         from scrapy.cmdline import execute
 
+        from searchcrawl.cli import main
+
         try:
-            execute(sys.argv)
+            if request.get("console"):
+                main(request["args"])  # `searchcrawl ARGS`: Scrapy's execute, with the package's settings
+            else:
+                execute(sys.argv)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -288,19 +295,30 @@ class ForkServer:
             self.folder = None
 
     def spawn(
-        self, args: list[str], cwd: Path, env: dict[str, str], stdin: int, stdout: int, stderr: int, out: IO[str] | None = None
+        self,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        stdin: int,
+        stdout: int,
+        stderr: int,
+        out: IO[str] | None = None,
+        console: bool = False,
     ) -> ForkedScrapy:
         if self.process is None or self.process.poll() is not None:
             self.start()
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(self.path)
-        body = json.dumps({"args": args, "cwd": str(cwd), "env": env}).encode()
+        body = json.dumps({"args": args, "cwd": str(cwd), "env": env, "console": console}).encode()
         socket.send_fds(connection, [_HEADER.pack(len(body)) + body], [stdin, stdout, stderr])
         return ForkedScrapy(connection, args, out)
 
-    def popen(self, args: list[str], cwd: Path, env: dict[str, str], stdout: Any = None, stderr: Any = None) -> ForkedScrapy:
+    def popen(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdout: Any = None, stderr: Any = None, console: bool = False
+    ) -> ForkedScrapy:
         """``subprocess.Popen([python, -m, scrapy, *args], stdout=..., stderr=..., text=True)``:
-        stdout PIPE (a text stream to read) or a file; stderr STDOUT, a file, or inherited."""
+        stdout PIPE (a text stream to read) or a file; stderr STDOUT, a file, or inherited.
+        ``console``: the console command ``searchcrawl *args`` instead."""
         null = os.open(os.devnull, os.O_RDONLY)
         close = [null]
         pipe_out: IO[str] | None = None
@@ -315,17 +333,18 @@ class ForkServer:
             else:
                 out_fd = stdout.fileno()
             err_fd = out_fd if stderr == subprocess.STDOUT else (2 if stderr is None else stderr.fileno())
-            return self.spawn(args, cwd, env, null, out_fd, err_fd, pipe_out)
+            return self.spawn(args, cwd, env, null, out_fd, err_fd, pipe_out, console)
         finally:
             for fd in close:
                 os.close(fd)
 
     def run(
-        self, args: list[str], cwd: Path, env: dict[str, str], timeout: float | None = None
+        self, args: list[str], cwd: Path, env: dict[str, str], timeout: float | None = None, console: bool = False
     ) -> subprocess.CompletedProcess[str]:
-        """``subprocess.run([python, -m, scrapy, *args], capture_output=True, text=True, timeout=...)``."""
+        """``subprocess.run([python, -m, scrapy, *args], capture_output=True, text=True, timeout=...)``
+        (``console``: of ``searchcrawl *args``)."""
         with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-            command = self.popen(args, cwd, env, stdout=out, stderr=err)
+            command = self.popen(args, cwd, env, stdout=out, stderr=err, console=console)
             started = time.monotonic()
             try:
                 command.wait(timeout)

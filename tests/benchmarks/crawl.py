@@ -20,7 +20,8 @@ its children, peak RSS) and from the server (requests per second in nginx's acce
     c  a maintenance crawl of the unchanged site
     d  a maintenance crawl after 5% of the pages changed
     p  with --profile, last: phase b again (a data folder of its own, the same Solr documents
-       replaced) under py-spy, whose stacks give the CPU milliseconds per page by stage
+       replaced) under py-spy (--profile-rate samples per second, default 250; py-spy's own CPU
+       grows with it), whose stacks give the CPU milliseconds per page by stage
        (tests/benchmarks/stages.py); its time and CPU include py-spy's and are not compared
     n  the full pipeline again (a data folder of its own) as one crawl of --processes N local
        processes (default 2; source key ``processes``), over the SQLite document table
@@ -95,7 +96,7 @@ PHASES = {
     "n": "full pipeline, several processes",
 }
 PROCESSES = 2  # phase n: processes = N (--processes)
-PROFILE_RATE = 250  # py-spy samples per second
+PROFILE_RATE = 250  # py-spy samples per second (--profile-rate)
 # The bare spider follows what the crawler follows by default: links of a, area, frame and iframe,
 # not to Scrapy's ignored extensions other than the documents the crawler converts.
 BARE_DENY_EXTENSIONS = ",".join(sorted(ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS))
@@ -111,6 +112,7 @@ HEADERS = {"content-type": "text/html; charset=utf-8", "last-modified": "Sat, 21
 class Bench:
     phases = PHASES  # what each phase label stands for
     stop_file: Path | None = None  # when it appears, the running phase stops (run_measured) and no other starts
+    profile_rate = PROFILE_RATE  # py-spy's samples per second in phase p
 
     def __init__(
         self,
@@ -255,12 +257,12 @@ class Bench:
             raise SystemExit(f"{spy} is missing: pip install py-spy (the bench extra)")
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(data or self.work / "profile-data"))
         forget_source(self.solr_url, self.source)
-        spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
+        spied = [str(spy), "record", "--format", "raw", "--rate", str(self.profile_rate), "--subprocesses", "--nonblocking"]
         result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], self.root, env)
         result = apart_from_anchors(result, self.anchors(env))
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
         result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = result["cores_busy"] = None
-        result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
+        result["stages"] = profile_file(stacks, self.profile_rate, result["requests"])
         result["stacks"] = str(stacks)
         return result
 
@@ -509,9 +511,10 @@ def stage_table(runs: list[dict[str, Any]]) -> list[str]:
         if key == "cpu_ms_per_page"
         else "py-spy's samples / rate / pages (no phase b to scale to)"
     )
+    rates = ", ".join(str(rate) for rate in sorted({run["p"]["stages"]["rate"] for run in profiled}))
     lines = [
         "",
-        f"CPU ms per page fetched by stage: {how} ({PROFILE_RATE} samples/s, busy threads only; "
+        f"CPU ms per page fetched by stage: {how} ({rates} samples/s, busy threads only; "
         "in brackets: samples / rate / pages, which counts threads waiting for a core or the GIL too):",
         "",
         "| stage | " + " | ".join(run_label(run) for run in profiled) + " |",
@@ -563,7 +566,16 @@ def main() -> None:
     parser.add_argument("--phases", default="abaecd", help="which phases, in order (default abaecd: a before and after b)")
     parser.add_argument("--processes", type=int, default=PROCESSES, help=f"phase n's processes (default {PROCESSES})")
     parser.add_argument("--profile", action="store_true", help="then run phase b under py-spy: CPU ms per page by stage")
+    parser.add_argument(
+        "--profile-rate",
+        type=int,
+        default=PROFILE_RATE,
+        help=f"py-spy's samples per second in phase p (default {PROFILE_RATE}); its own CPU grows with the rate",
+    )
     parser.add_argument("--out", default="", help="folder for results.json, results.md, pages_per_second.png")
+    parser.add_argument(
+        "--capacity-seconds", type=int, default=3, help="seconds of wrk's run measuring nginx's capacity (default 3)"
+    )
     parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
     parser.add_argument(
         "--solr-pid", type=int, default=0, help="with --solr-url on this machine: its JVM, whose CPU each phase reports"
@@ -589,10 +601,10 @@ def main() -> None:
             site = build_site(args.site, work / (f"site{pages}" if args.site == "synthetic" else "site"), pages)
             print(f"built the {label} site ({site.pages:,} pages) in {time.monotonic() - started:.0f}s", file=sys.stderr)
             with nginx(site.root, work / f"nginx{label}") as server:
-                capacity = capacity or server.capacity(site_pages(site, 2)[-1])
-                run = Bench(label, work / f"run{label}", solr_url, server, site, solr_pid, tuple(args.set)).run(
-                    phases, args.processes
-                )
+                capacity = capacity or server.capacity(site_pages(site, 2)[-1], args.capacity_seconds)
+                bench = Bench(label, work / f"run{label}", solr_url, server, site, solr_pid, tuple(args.set))
+                bench.profile_rate = args.profile_rate
+                run = bench.run(phases, args.processes)
             run["targets"] = ratios(run)
             run["fetch_bound"] = fetch_bound(run)
             runs.append(run)

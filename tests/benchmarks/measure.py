@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,12 +13,15 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from searchcrawl.crawl.run import ANCHORS_STAT
+
+if TYPE_CHECKING:
+    from searchcrawl.store import Database
 
 
 def write_results(out: Path, report: dict[str, Any], markdown: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
@@ -150,19 +154,40 @@ def solr_updates(core_url: str) -> int:
     )
 
 
-def last_run_counters(env: Mapping[str, str], source: str) -> dict[str, Any]:
-    """The counters of ``source``'s last run (store/runs.py), read from the document table a crawl
-    with ``env`` used: SEARCHCRAWL_DB_URL's, else the SQLite file of its SEARCHCRAWL_DATA_DIR."""
+@contextlib.contextmanager
+def crawl_database(env: Mapping[str, str]) -> Iterator[Database]:
+    """The document table a crawl with ``env`` used, read, never migrated, closed at the end (a
+    connection left open would count as a client of a PostgreSQL benchmark's database):
+    SEARCHCRAWL_DB_URL's, else the SQLite file of its SEARCHCRAWL_DATA_DIR."""
     from searchcrawl.store import Database
-    from searchcrawl.store.runs import Runs, counters_of
 
     url = env.get("SEARCHCRAWL_DB_URL") or f"sqlite:///{Path(env['SEARCHCRAWL_DATA_DIR']) / 'documents.sqlite3'}"
     database = Database(url, migrate=False, writer_lock=False)
     try:
-        last = Runs(database).recent(source, limit=1)
+        yield database
     finally:
         database.close()
+
+
+def last_run_counters(env: Mapping[str, str], source: str) -> dict[str, Any]:
+    """The counters of ``source``'s last run (store/runs.py), read from the document table a crawl
+    with ``env`` used."""
+    from searchcrawl.store.runs import Runs, counters_of
+
+    with crawl_database(env) as database:
+        last = Runs(database).recent(source, limit=1)
     return counters_of(last[0]) if last else {}
+
+
+def last_run_report(env: Mapping[str, str], source: str) -> dict[str, Any]:
+    """The delta report of ``source``'s last run (store/deltas.py ``run_report``: what `scrapy report
+    <source> --json` prints), read from the document table a crawl with ``env`` used; {} when
+    there is no run. Read in this process: a `scrapy report` of its own after each phase was a
+    fresh interpreter (1.7 s of CPU, three runs at a load of 13-15) for a few queries."""
+    from searchcrawl.store.deltas import run_report
+
+    with crawl_database(env) as database:
+        return run_report(database, source) or {}
 
 
 def anchors_logged(log: Path) -> int:

@@ -14,7 +14,8 @@ update count):
     c  a maintenance crawl of the unchanged site: every page's sitemap lastmod is older than its last
        fetch, so no page is requested (status 915); Solr must receive nothing
     d  a maintenance crawl after 1% of the pages changed (new text, file time and sitemap lastmod):
-       exactly those must be re-indexed (the run's delta report, `scrapy report <source> --json`)
+       exactly those must be re-indexed (the run's delta report, as `scrapy report <source> --json`
+       prints it, read in the benchmark's process)
 
 Reported per phase besides crawl.py's figures: CPU ms per URL of the site, the document table's
 size on disk (SQLite file, WAL and shared memory), the delta report's counts, and the seconds
@@ -71,9 +72,9 @@ from sqlalchemy.pool import NullPool
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import Bench
-from tests.benchmarks.measure import anchors_logged, apart_from_anchors, process_tree_cpu
+from tests.benchmarks.measure import anchors_logged, apart_from_anchors, last_run_report, process_tree_cpu
 from tests.benchmarks.synthetic import WORDS, nginx, page_path
-from tests.conftest import ROOT, pg_bin, postgres_cluster
+from tests.conftest import pg_bin, postgres_cluster
 
 PHASES = {
     "b": "first crawl, full pipeline",
@@ -388,18 +389,8 @@ class ScaleBench(Bench):
         return result
 
     def report(self) -> dict[str, Any]:
-        """The last run's delta report: `scrapy report <source> --json`."""
-        done = subprocess.run(
-            [sys.executable, "-m", "scrapy", "report", self.source, "--json"],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            return {"error": done.stderr[-2000:] or done.stdout[-2000:]}
-        report: dict[str, Any] = json.loads(done.stdout)
-        return report
+        """The last run's delta report, as `scrapy report <source> --json` prints it."""
+        return last_run_report(self.env, self.source)
 
     def run(self, phases: str = "bcd", processes: int = 1) -> dict[str, Any]:
         site = self.site

@@ -13,6 +13,7 @@ import pytest
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr
+from tests.conftest import run_console
 
 
 def test_search_prints_title_url_and_snippet(project, solr) -> None:
@@ -72,11 +73,12 @@ def test_solr_status_and_demo(project, dev_solr: DevSolr, tmp_path: Path) -> Non
 
 
 def searchcrawl_outside_a_project(project, folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
-    """`searchcrawl ARGS` (the console command, searchcrawl/cli.py) run in ``folder``, no project there."""
+    """`searchcrawl ARGS` (the console command, searchcrawl/cli.py) run in ``folder``, no project
+    there: forked from the fork server as every `scrapy` command of the tests is (the installed
+    console script in a fresh interpreter is the wheel's test, tests/e2e/test_wheel.py)."""
     folder.mkdir(exist_ok=True)
-    assert not (folder / "scrapy.cfg").exists()
-    command = [sys.executable, "-c", "from searchcrawl.cli import main; main()", *args]
-    return subprocess.run(command, cwd=folder, env=project.env(**env), capture_output=True, text=True, timeout=600)
+    assert not [each for each in (folder, *folder.parents) if (each / "scrapy.cfg").exists()]
+    return run_console(list(args), folder, project.env(**env))
 
 
 @pytest.mark.xdist_group("demo-site")

@@ -122,10 +122,20 @@ def test_the_wheel_holds_the_package_data(wheel: Path) -> None:
     assert not [name for name in names if "/target/" in name or name.endswith("classpath.txt")]
 
 
+@pytest.fixture(scope="module")
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user's cache folder (XDG_CACHE_HOME) of the module's tests: fresh for the module, so the
+    dev Solr launcher is built from the installed sources (`mvn package`: a Maven JVM and a
+    compile) by the first test that starts a Solr, and found built by the next, as a user's second
+    command finds it, instead of built again in a cache of each test's own."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture
-def installed(venv: Path, tmp_path: Path) -> Iterator[dict]:
+def installed(venv: Path, user_cache: Path, tmp_path: Path) -> Iterator[dict]:
     """A user's folder with a minimal Scrapy project of the installed searchcrawl, its data dir,
-    a fresh Maven build dir, and whatever dev Solr instances the test starts, stopped afterwards."""
+    the module's user cache (the launcher's Maven build), and whatever dev Solr instances the
+    test starts, stopped afterwards."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "scrapy.cfg").write_text("[settings]\ndefault = searchcrawl.settings\n", encoding="utf-8")
@@ -135,13 +145,13 @@ def installed(venv: Path, tmp_path: Path) -> Iterator[dict]:
     env.pop("SOLR_URL", None)
     env.update(
         SEARCHCRAWL_DATA_DIR=str(data),
-        XDG_CACHE_HOME=str(tmp_path / "cache"),  # a build of the launcher from the installed sources
+        XDG_CACHE_HOME=str(user_cache),  # a build of the launcher from the installed sources
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         VIRTUAL_ENV=str(venv),
     )
     ports: list[tuple[type[DevSolr], int]] = []
     processes: list[subprocess.Popen[str]] = []
-    yield {"work": work, "data": data, "env": env, "ports": ports, "processes": processes, "cache": tmp_path / "cache"}
+    yield {"work": work, "data": data, "env": env, "ports": ports, "processes": processes, "cache": user_cache}
     for process in processes:  # a command still running when the test failed
         if process.poll() is None:
             process.kill()
@@ -198,7 +208,8 @@ def test_the_installed_wheel_runs_solr_the_collection_command_and_the_demo(venv:
     cloud_out, _ = finish(cloud)
     assert "SolrCloud is up: 1 nodes" in cloud_out
     collection = scrapy(installed, "solr", "collection", "wheel", "--port", str(cloud_port), "--shards", "1", "--replicas", "1")
-    # built from the installed sources, into the (fresh) cache directory
+    # built from the installed sources, into the module's (fresh) cache directory: by this test,
+    # or by the console's test before it
     (build,) = [path for path in (installed["cache"] / "searchcrawl" / "solr-build").iterdir() if path.is_dir()]
     assert (build / "classpath.txt").is_file() and (build / "classes" / "searchcrawl" / "solr" / "DevSolr.class").is_file()
     collection_out, collection_err = finish(collection)
