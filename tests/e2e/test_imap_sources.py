@@ -169,9 +169,7 @@ class Mailboxes:
 
     def readable(self, user: str) -> set[str]:
         """The message ids the server lets ``user`` read (MYRIGHTS with r)."""
-        rights = {
-            (owner, folder): self.server.folder_rights(user, owner, folder) for owner in OWNERS for folder in self.folders[owner]
-        }
+        rights = self.server.folders_rights(user, [(owner, folder) for owner in OWNERS for folder in self.folders[owner]])
         return {mid for mid, (owner, folder, _) in self.messages.items() if "r" in rights[owner, folder]}
 
 
