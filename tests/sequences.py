@@ -19,8 +19,8 @@ Run it on its own (it starts its own dev Solr and temporary data dir)::
 
     .venv/bin/python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2] [--sitemap]
 
-``tests/e2e/test_sequences.py`` runs one short sequence under pytest, with one process and two,
-and with a sitemap.
+``tests/e2e/test_sequences.py`` runs one short sequence under pytest, with one process (semantic
+search on) and two, and with a sitemap.
 
 The rules the oracle follows (the crawler's contract)
 -----------------------------------------------------

@@ -97,7 +97,9 @@ def test_politeness_holds_for_the_processes_together(project: Project, serve, tm
 
 
 def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Project, serve, tmp_path, solr_url: str) -> None:
-    site, pages = intranet(project, serve, tmp_path, "killprocs", "delay = 0.02\n")
+    # 411 pages: the site's delay (50 requests a second at most, fleet-wide, however fast the
+    # machine) makes the kill land after 150 of them with 250 still to fetch (811 pages before)
+    site, pages = intranet(project, serve, tmp_path, "killprocs", "delay = 0.02\n", per_section=20)
     # outcomes written 8 at a time (100 by default: as many as 0.5 s brings), so that the bound below holds
     crawl = project.popen("crawl", "killprocs", "-s", "CONCURRENT_REQUESTS=4", "-s", "SEARCHCRAWL_OUTCOME_BATCH=8")
     wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")
@@ -129,11 +131,11 @@ def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Pro
     assert Runs(table.database).latest("killprocs")["state"] == "finished"
 
 
-def intranet(project: Project, serve, tmp_path, name: str, extra: str = "") -> tuple[Site, list[str]]:
-    """An intranet of 811 pages, served, and a source of two processes for it."""
+def intranet(project: Project, serve, tmp_path, name: str, extra: str = "", per_section: int = 40) -> tuple[Site, list[str]]:
+    """An intranet of 811 pages (``per_section`` 40; 20: 411), served, and a source of two processes for it."""
     root = tmp_path / "site"
     root.mkdir()
-    pages = build_intranet(root, sections=10, per_section=40)
+    pages = build_intranet(root, sections=10, per_section=per_section)
     site = serve(root)
     project.source(name, f'seeds = ["{site.url}index.html"]\nprocesses = 2\n{extra}')
     return site, pages
@@ -142,7 +144,9 @@ def intranet(project: Project, serve, tmp_path, name: str, extra: str = "") -> t
 def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(
     project: Project, serve, tmp_path, solr_url: str
 ) -> None:
-    site, pages = intranet(project, serve, tmp_path, "killone", "delay = 0.02\n")
+    # 411 pages (811 before): the site's delay (50 requests a second at most) makes the kill land
+    # after 150 of them with 250 still to fetch, however fast the machine
+    site, pages = intranet(project, serve, tmp_path, "killone", "delay = 0.02\n", per_section=20)
     started = time.monotonic()
     # outcomes written 8 at a time (issue 74's batches; 100 by default), so that the bound below is tight
     crawl = project.popen("crawl", "killone", "-s", "CONCURRENT_REQUESTS=4", "-s", "SEARCHCRAWL_OUTCOME_BATCH=8")
