@@ -811,3 +811,28 @@ def test_a_closing_scheduler_writes_the_outcomes_waiting_before_it_gives_back_it
     assert counts(scheduler) == {"queued": 1, "leased": 0, "done": 1}
     row = ledger_of(crawler).table.get("unit", "http://h.test/a.html")
     assert row is not None and row["state"] == "pending"
+
+
+def test_urls_found_while_the_engine_asks_whether_the_crawl_is_idle_make_it_ask_for_them_at_once(crawler_of, monkeypatch) -> None:
+    """The engine asks has_pending_requests() right after next_request() found nothing, to decide
+    whether the crawl is idle; URLs found then (the links of a page's outcome batch, written on
+    the batch writer's thread, which this node's additions count does not see) make it ask
+    next_request() again at once, through its public crawl(), not at its heartbeat 5 s later
+    (every fresh crawl's first page waited 4.6-4.9 s for it)."""
+    now = [1000.0]  # the scheduler's clock, which the test does not move: within IDLE_RECHECK
+    monkeypatch.setattr(frontier_scheduler, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    engine = RunningEngine(spider_of(scheduler))
+    crawler.engine = engine  # type: ignore[assignment]
+    assert scheduler.next_request() is None and scheduler.starved
+    assert not scheduler.has_pending_requests() and engine.crawled == []  # nothing found: nothing to ask for
+    run = scheduler.run
+    assert run is not None
+    Frontier(scheduler.stores.database, "unit", run.id, "batch-writer").add([Entry("http://h.test/a.html", 1)])
+    assert scheduler.next_request() is None  # nothing new by this node's count, within IDLE_RECHECK
+    assert scheduler.has_pending_requests()
+    assert [(request.url, request.meta.get(WAKE)) for request in engine.crawled] == [(WAKE_URL, True)]
+    assert scheduler.has_pending_requests() and len(engine.crawled) == 1  # asked once
+    assert scheduler.enqueue_request(engine.crawled[0])  # the engine schedules the wake request: never queued
+    assert drain(scheduler) == ["http://h.test/a.html"]
