@@ -458,6 +458,9 @@ def serve() -> Iterator:
 # started then, one now), scrapyd's 355 s, Redmine's 335 s, the SolrCloud's 190 s, the sequences
 # 63-154 s each, gitolite's group 149 s, DokuWiki's 146 s, the benchmarks' smoke runs and the
 # local processes 57-117 s each. Started last, one of them ran alone at the end of the crawls.
+# Stop 106 made the oracles (gitolite, DokuWiki, Redmine), the sequences (three runs), the resume,
+# the fleet's and the local processes' files and the benchmarks' smoke runs cheaper: those after
+# scrapyd's group are in the order of their new times alone (tests/benchmarks/README.md).
 LONGEST = (
     "tests/e2e/test_wheel.py",
     "tests/e2e/test_smb_crawls.py",
@@ -465,13 +468,14 @@ LONGEST = (
     "tests/e2e/test_smb_share_security.py",
     "tests/e2e/test_samba_domain.py",
     "tests/e2e/test_operations.py",
-    "tests/e2e/test_redmine_sources.py",
-    "tests/e2e/test_scale_out.py",
-    "tests/e2e/test_sequences.py",
-    "tests/e2e/test_git_sources.py",
-    "tests/e2e/test_dokuwiki_sources.py",
     "tests/e2e/test_benchmark.py",
+    "tests/e2e/test_sequences.py",
+    "tests/e2e/test_redmine_sources.py",
+    "tests/e2e/test_resume.py",
+    "tests/e2e/test_scale_out.py",
     "tests/e2e/test_local_processes.py",
+    "tests/e2e/test_dokuwiki_sources.py",
+    "tests/e2e/test_git_sources.py",
 )
 # The unit-test files of the most seconds (Hypothesis properties, language models, processes
 # sharing one database, the code-reading tests, whole sites through html-text, a pytest of its
