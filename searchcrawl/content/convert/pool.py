@@ -4,6 +4,11 @@ Parsers of untrusted documents can loop or balloon; in a worker process we can c
 space (RLIMIT_AS) and kill it on timeout without harming the crawler. Workers are started with
 'spawn' (the crawler runs a reactor and threads, so fork is unsafe) and reused; each worker leads
 its own process group so that killing it also kills helper programs (antiword, catppt) it started.
+
+A new worker says it is ready once its parsers are imported, and a document's time limit starts
+only then: starting a Python process and importing the parsers takes seconds on a loaded machine,
+and that time is not the document's (it had made a first document after a restart time out).
+Start-up has its own, wider limit (``START_TIMEOUT``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Self
 from searchcrawl.content.convert.core import MAX_BYTES, ConversionError, Converted
 
 _TARGET = "searchcrawl.content.convert.in_process:convert"
+START_TIMEOUT = 120.0  # seconds a new worker may take to start and import its parsers
+_READY = "ready"
 
 
 def _worker_main(conn, memory_mb: int, target: str, temp_dir: str | None) -> None:
@@ -34,6 +41,7 @@ def _worker_main(conn, memory_mb: int, target: str, temp_dir: str | None) -> Non
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     module, name = target.split(":")
     func = getattr(importlib.import_module(module), name)
+    conn.send(_READY)
     while True:
         try:
             mimetype, filename = conn.recv()
@@ -114,7 +122,21 @@ class Converter:
             worker = _Worker(self._ctx, self.memory_mb, self._target, self.temp_dir)
             with self._lock:
                 self._all.add(worker)
+            self._await_ready(worker)
         return worker
+
+    def _await_ready(self, worker: _Worker) -> None:
+        """Wait for a new worker's ready message; on failure its slot is freed for a fresh one."""
+        try:
+            if worker.conn.poll(START_TIMEOUT) and worker.conn.recv() == _READY:
+                return
+            error = ConversionError("timeout", f"conversion worker did not start in {START_TIMEOUT:.0f}s")
+        except (EOFError, OSError):
+            worker.proc.join(1)
+            error = ConversionError("crashed", f"conversion worker failed to start (exit code {worker.proc.exitcode})")
+        self._discard(worker)
+        self._idle.put(None)
+        raise error
 
     def _discard(self, worker: _Worker) -> None:
         worker.kill()
