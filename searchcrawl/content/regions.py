@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -50,36 +51,121 @@ from pydantic import Field, field_validator
 from searchcrawl.content.extract import joined_text, visible_text
 from searchcrawl.rules.tables import RuleTable, regular_expressions
 
-LANDMARK_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
-# ``[@role]`` first: the few elements with a role are compared, not every element five times
-# (a third of the cost of the whole expression, issue 102)
-LANDMARKS = (
-    "descendant::nav | descendant::aside"
-    " | descendant::header[not(ancestor::article or ancestor::main or ancestor::section)]"
-    " | descendant::footer[not(ancestor::article or ancestor::main or ancestor::section)]"
-    " | descendant::*[@role][@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary'"
-    " or @role='search']"
-)
+LANDMARK_ROLES = frozenset(("navigation", "banner", "contentinfo", "complementary", "search"))
+_LANDMARK_TAGS = frozenset(("nav", "aside"))
+_BANNER_TAGS = frozenset(("header", "footer"))  # landmarks unless inside one of _SECTIONING
+_SECTIONING = ("article", "main", "section")
 # a list with a link, and no word outside its links: what is left of its text outside them, less
-# the separators between links, is blank
+# the separators between links and XML's white space, is blank (as XPath's normalize-space reads it)
+_LIST_TAGS = ("ul", "ol", "menu", "dl")
+_TRACKED = frozenset(("a", *_SECTIONING, *_LIST_TAGS))  # the elements whose opening changes what is read
 LINK_SEPARATORS = "|·•,;/»›>–—-"
-# (the lists found by tag, not every element tested: a blank text node is passed over before its
-# ancestors are walked; a list with words outside its links fails before its links are looked for)
-LINK_LISTS = (
-    "(descendant::ul | descendant::ol | descendant::menu | descendant::dl)"
-    f"[not(descendant::text()[normalize-space(translate(., '{LINK_SEPARATORS}', ''))]"
-    "[not(parent::script or parent::style)][not(ancestor::a)])]"
-    "[descendant::a[@href]]"
-)
+_WORD = re.compile("[^" + re.escape(LINK_SEPARATORS) + " \t\n\r]")
+_UNREAD = frozenset(("script", "style"))  # their own text is not the page's
 EXCLUDE_ATTRIBUTE = "data-searchcrawl-exclude"
 INCLUDE_ATTRIBUTE = "data-searchcrawl-include"
-_LANDMARKS = etree.XPath(LANDMARKS)
-_LINK_LISTS = etree.XPath(LINK_LISTS)
 LINK_LISTS_FOUND = "link lists"  # what found them (``ContentRegions._found``)
 LINK_LIST_REASON = "link list <"  # a decision's reason: ``link list <ul>``
-# both marks in one pass over the page (each element's attributes looked at once, issue 102)
-_MARKED = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE} or @{INCLUDE_ATTRIBUTE}]")
 _TEXT_NODES = etree.XPath("descendant-or-self::text()[not(parent::script or parent::style)]", smart_strings=False)
+
+
+class _Walked(NamedTuple):
+    """What one walk of a page found (``_walked``), each in the page's order."""
+
+    marked: list[Any]  # elements with either of the site owner's attributes
+    landmarks: list[Any]
+    link_lists: list[Any]
+
+
+def _walked(body: Any, landmarks: bool, link_lists: bool) -> _Walked:
+    """The elements below ``body`` its site's owner marked, its landmarks and its link lists (the
+    last two when asked), in one walk of the tree. Three XPaths walked it once each, and the link
+    lists' read the text of a nested list again for each list around it: on the Nutch site's
+    Javadoc, the regions' cost of a page fell by a quarter (issue 102). Iterative (lxml's
+    ``iterwalk``), so a page's nesting sets no Python recursion depth."""
+    walk = _Walk(body, link_lists)
+    marked: list[Any] = []
+    found_landmarks: list[Any] = []
+    lists, tracking = walk.lists, walk.tracking
+    # a comment or processing instruction comes once, as its own event: only its tail is read
+    events = etree.iterwalk(body, events=("start", "end", "comment", "pi"))
+    next(events)  # the body itself is none of its regions
+    for event, element in events:
+        if event == "start":
+            tag = element.tag
+            if element.get(EXCLUDE_ATTRIBUTE) is not None or element.get(INCLUDE_ATTRIBUTE) is not None:
+                marked.append(element)
+            if landmarks and _landmark(element, tag, walk.sectioned):
+                found_landmarks.append(element)
+            if tag in tracking:
+                walk.open(element, tag)
+            if lists and not walk.in_links and tag not in _UNREAD:
+                walk.read(element.text)
+        elif element is body:
+            break
+        else:  # an element's end, a comment or a processing instruction: the text after it
+            if walk.tracked and walk.tracked[-1] is element:
+                walk.close(element)
+            if lists and not walk.in_links:
+                walk.read(element.tail)
+    walk.found_lists.sort(key=lambda found: found[0])
+    return _Walked(marked, found_landmarks, [element for _, element in walk.found_lists])
+
+
+def _landmark(element: Any, tag: str, sectioned: int) -> bool:
+    """Whether ``element`` is a landmark (the module's docstring), inside ``sectioned``
+    sectioning elements."""
+    return tag in _LANDMARK_TAGS or (tag in _BANNER_TAGS and not sectioned) or element.get("role") in LANDMARK_ROLES
+
+
+class _Walk:
+    """``_walked``'s state: the open elements that change what is read (links, sectioning
+    elements, lists), and the link lists found."""
+
+    __slots__ = ("found_lists", "in_links", "lists", "opened", "sectioned", "tracked", "tracking")
+
+    def __init__(self, body: Any, link_lists: bool) -> None:
+        # the open lists, innermost last: [the list, a word outside links in it, a link in it, its number]
+        self.lists: list[list[Any]] = []
+        self.found_lists: list[tuple[int, Any]] = []
+        self.tracked: list[Any] = []  # the open elements of ``tracking``, innermost last
+        self.tracking = _TRACKED if link_lists else _SECTIONING  # links and lists matter to link lists alone
+        self.in_links = sum(1 for _ in body.iterancestors("a"))
+        self.sectioned = sum(1 for _ in body.iterancestors(*_SECTIONING))
+        self.opened = 0  # lists opened so far: a list's place in the page's order
+
+    def open(self, element: Any, tag: str) -> None:
+        self.tracked.append(element)
+        if tag == "a":
+            self.in_links += 1
+            if self.lists and element.get("href") is not None:
+                self.lists[-1][2] = True
+        elif tag in _SECTIONING:
+            self.sectioned += 1
+        else:
+            self.lists.append([element, False, False, self.opened])
+            self.opened += 1
+
+    def read(self, text: str | None) -> None:
+        """Text inside the innermost open list, outside links: a word in it makes it no link list."""
+        if text and _WORD.search(text) is not None:
+            self.lists[-1][1] = True
+
+    def close(self, element: Any) -> None:
+        self.tracked.pop()
+        tag = element.tag
+        if tag == "a":
+            self.in_links -= 1
+        elif tag in _SECTIONING:
+            self.sectioned -= 1
+        else:
+            _, worded, linked, number = self.lists.pop()
+            if linked and not worded:
+                self.found_lists.append((number, element))
+            if self.lists:
+                outer = self.lists[-1]
+                outer[1] = outer[1] or worded
+                outer[2] = outer[2] or linked
 
 
 @functools.lru_cache(maxsize=512)
@@ -215,9 +301,10 @@ class ContentRegions:
         keep, drop = self.selectors(url)
         dropped_by: list[str] = []
         dropping: list[Any] = []
-        link_lists_asked = self.table.link_lists and (prose or explain)
-        marked = _MARKED(body)
-        found_dropping = self._found(body, drop, marked, EXCLUDE_ATTRIBUTE, self.table.landmarks, link_lists_asked)
+        walked = _walked(body, self.table.landmarks, self.table.link_lists and (prose or explain))
+        found_dropping = self._found(
+            body, drop, walked.marked, EXCLUDE_ATTRIBUTE, (("landmarks", walked.landmarks), (LINK_LISTS_FOUND, walked.link_lists))
+        )
         link_lists: list[Any] = []
         for name, found in found_dropping:
             if name == LINK_LISTS_FOUND:  # out of the prose alone
@@ -227,17 +314,17 @@ class ContentRegions:
             dropped_by.append(name)
         kept_by: list[str] = []
         keeping: list[Any] = []
-        found_keeping = self._found(body, keep, marked, INCLUDE_ATTRIBUTE, False)
+        found_keeping = self._found(body, keep, walked.marked, INCLUDE_ATTRIBUTE)
         for name, found in found_keeping:
             keeping.extend(found)
             kept_by.append(name)
         roots = _outermost(keeping) or [body]
-        without_lists = _text_without(body, roots, [*dropping, *link_lists]) if link_lists else None
         if not dropping and not keeping:
             text = visible_text(body)
+            without_lists = _text_without(body, roots, link_lists) if link_lists else None
             found_text = RegionText(text, _prose(without_lists, text))
         else:
-            text = _text_without(body, roots, dropping)
+            text, without_lists = _text_and_prose(body, roots, dropping, link_lists)
             found_text = RegionText(text, _prose(without_lists, text), tuple(kept_by), tuple(dropped_by))
             if not text:
                 found_text = RegionText(visible_text(body), None, tuple(kept_by), tuple(dropped_by), whole=True)
@@ -250,24 +337,25 @@ class ContentRegions:
 
     @staticmethod
     def _found(
-        body: Any, selectors: Sequence[str], marked: list[Any], attribute: str, landmarks: bool, link_lists: bool = False
+        body: Any, selectors: Sequence[str], marked: list[Any], attribute: str, walked: Sequence[tuple[str, list[Any]]] = ()
     ) -> list[tuple[str, list[Any]]]:
-        """What each selector finds, then the elements of ``marked`` with ``attribute``, the
-        landmarks and link lists (when asked): (what found them, the elements), those that found any."""
-        asked: list[tuple[str, Any]] = [(selector, compiled(selector)) for selector in selectors]
-        asked.append((f"[{attribute}]", lambda _body: [element for element in marked if element.get(attribute) is not None]))
-        if landmarks:
-            asked.append(("landmarks", _LANDMARKS))
-        if link_lists:
-            asked.append((LINK_LISTS_FOUND, _LINK_LISTS))
+        """What each selector finds, then the elements of ``marked`` with ``attribute``, then
+        ``walked``'s (the landmarks and link lists the page's walk found): (what found them, the
+        elements), those that found any."""
         found = []
-        for name, path in asked:
+        for selector in selectors:
             try:
                 # elements only: a comment or processing instruction an XPath selects holds no
                 # visible text (and has no text nodes to read: kept, it failed the page)
-                elements = [e for e in path(body) if isinstance(e, etree._Element) and isinstance(e.tag, str)]
+                elements = [e for e in compiled(selector)(body) if isinstance(e, etree._Element) and isinstance(e.tag, str)]
             except etree.XPathEvalError:
                 continue  # an XPath that is valid but not on this page (an unknown function)
+            if elements:
+                found.append((selector, elements))
+        for name, elements in (
+            (f"[{attribute}]", [element for element in marked if element.get(attribute) is not None]),
+            *walked,
+        ):
             if elements:
                 found.append((name, elements))
         return found
@@ -352,19 +440,65 @@ def _text_without(body: Any, roots: list[Any], dropping: list[Any]) -> str:
     """The visible text of ``roots`` less the ``dropping`` elements: each is swapped for an empty
     placeholder (keeping the text that follows it) while the text is read, then put back, so the
     tree the crawl parsed is the same after (its links are taken from the whole page)."""
-    swapped = []
+    swapped: list[tuple[Any, Any]] = []
     try:
-        for element in _outer(dropping):
-            parent = element.getparent()
-            if parent is None:
-                continue
-            placeholder = etree.Element("span")
-            placeholder.tail = element.tail
-            parent.replace(element, placeholder)
-            swapped.append((placeholder, element))
+        _swap_out(_outer(dropping), swapped)
         return joined_text([node for root in roots for node in _TEXT_NODES(root)])
     finally:
-        for placeholder, element in reversed(swapped):
-            tail = placeholder.tail
-            placeholder.getparent().replace(placeholder, element)
-            element.tail = tail
+        _put_back(swapped)
+
+
+def _text_and_prose(body: Any, roots: list[Any], dropping: list[Any], link_lists: list[Any]) -> tuple[str, str | None]:
+    """``_text_without(body, roots, dropping)``, and the same less ``link_lists`` too (None when
+    there are none), from one read of the page's text nodes (issue 102: two reads had been a
+    fifth of the cost of a page's regions): each link list is swapped for a placeholder holding a
+    marker no page can know, its own text nodes read apart and put where its marker was read.
+    The prose is always the text less its link lists: a kept root that is itself dropped or a link
+    list keeps what is dropped inside it out of its prose (two reads had read it back in)."""
+    if not link_lists:
+        return _text_without(body, roots, dropping), None
+    marker = f"\ue000{secrets.token_hex(8)}:"
+    swapped: list[tuple[Any, Any]] = []
+    try:
+        _swap_out(_outer(dropping), swapped)
+        lists = _swap_out(_outer(link_lists), swapped, marker)
+        nodes = [node for root in roots for node in _TEXT_NODES(root)]
+        lists_nodes = [_TEXT_NODES(element) for element in lists]
+    finally:
+        _put_back(swapped)
+    text: list[str] = []
+    prose: list[str] = []
+    for node in nodes:
+        if node.startswith(marker):
+            text.extend(lists_nodes[int(node[len(marker) :])])
+        else:
+            text.append(node)
+            prose.append(node)
+    return joined_text(text), joined_text(prose)
+
+
+def _swap_out(elements: list[Any], swapped: list[tuple[Any, Any]], marker: str | None = None) -> list[Any]:
+    """Swap each of ``elements`` still in the tree for a placeholder that keeps the text after it
+    (its tail), recorded in ``swapped`` for ``_put_back``; the elements swapped. With ``marker``,
+    each placeholder holds it and the element's number among those swapped."""
+    out: list[Any] = []
+    for element in elements:
+        parent = element.getparent()
+        if parent is None:
+            continue  # the root, or inside one swapped out already
+        placeholder = etree.Element("span")
+        if marker is not None:
+            placeholder.text = f"{marker}{len(out)}"
+        placeholder.tail = element.tail
+        parent.replace(element, placeholder)
+        swapped.append((placeholder, element))
+        out.append(element)
+    return out
+
+
+def _put_back(swapped: list[tuple[Any, Any]]) -> None:
+    """Undo ``_swap_out``: the tree as it was, each element with its own tail."""
+    for placeholder, element in reversed(swapped):
+        tail = placeholder.tail
+        placeholder.getparent().replace(placeholder, element)
+        element.tail = tail

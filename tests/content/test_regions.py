@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from lxml import html
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree, html
 from pydantic import ValidationError
 
 from searchcrawl.commands.explain import excerpt, region_lines, regions_lines
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.extract import html_attributes, visible_text
-from searchcrawl.content.regions import ContentRegions, RegionsTable
+from searchcrawl.content.regions import ContentRegions, RegionsTable, _text_and_prose, _text_without, _walked
 
 PAGE = """<html><head><title>Travel policy</title></head><body>
 <header><a href="/">Home</a> <a href="/news">News</a></header>
@@ -226,3 +228,80 @@ def test_link_lists_are_navigation_not_text() -> None:
     assert (alone.text, alone.prose) == ("A page B page", None)  # its prose is its text: never emptied
     links_differ = page.replace("c.html", "d.html").replace("../index.html", "../contents.html")
     assert regions().text(body(links_differ), "https://x/").text != found.text  # not one content
+
+
+# --- the one walk against the XPaths it replaced (issue 102) ---------------------------------
+
+# What the regions' walk finds, as the XPath 1.0 expressions that found it before (three walks of
+# the tree, the link lists' quadratic in the nesting of lists): the specification the walk is held to.
+SEPARATORS = "|·•,;/»›>–—-"
+LANDMARKS_XPATH = (
+    "descendant::nav | descendant::aside"
+    " | descendant::header[not(ancestor::article or ancestor::main or ancestor::section)]"
+    " | descendant::footer[not(ancestor::article or ancestor::main or ancestor::section)]"
+    " | descendant::*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary'"
+    " or @role='search']"
+)
+LINK_LISTS_XPATH = (
+    "(descendant::ul | descendant::ol | descendant::menu | descendant::dl)"
+    f"[not(descendant::text()[normalize-space(translate(., '{SEPARATORS}', ''))]"
+    "[not(parent::script or parent::style)][not(ancestor::a)])]"
+    "[descendant::a[@href]]"
+)
+MARKED_XPATH = "descendant::*[@data-searchcrawl-exclude or @data-searchcrawl-include]"
+
+# weighted toward what link lists are made of (lists, items, links, blanks and separators), so
+# that lists of links, with and without a word outside their links, are common
+_TAGS = ["ul", "ul", "ol", "dl", "menu", "li", "li", "li", "a", "a", "a", "div", "nav", "aside", "header", "footer",
+         "article", "main", "section", "script", "style", "span", "p"]  # fmt: skip
+_TEXTS = ["", "", "", "", " ", "\n\t", "|", " · ", "-", "word", "\xa0", "»", "x|y"]
+_ATTRIBUTES = ["", "", ' href="/x"', ' href="/x"', ' href=""', ' role="navigation"', ' role="banner"',
+               " data-searchcrawl-exclude", " data-searchcrawl-include"]  # fmt: skip
+
+
+def _element(children):
+    return st.tuples(
+        st.sampled_from(_TAGS),
+        st.sampled_from(_ATTRIBUTES),
+        st.sampled_from(_TEXTS),
+        children,
+        st.sampled_from(_TEXTS),
+        st.booleans(),
+    )  # fmt: skip (the last: a comment after it)
+
+
+# a link's words may sit in elements of its own, or follow one (a tail inside the link)
+_LINK_WORDS = [[], [], [("span", "", "", [], "go", False)], [("b", "", "go", [], "", True)], [("i", "", "", [], "", True)]]
+_LINK = st.tuples(st.just("a"), st.sampled_from([' href="/x"', ' href="/x"', ""]), st.sampled_from(["go", "", "x|y"]),
+                  st.sampled_from(_LINK_WORDS), st.sampled_from(["", "", " | ", "word"]), st.just(False))  # fmt: skip
+TREES = st.recursive(st.one_of(_LINK, _element(st.just([]))), lambda inner: _element(st.lists(inner, max_size=4)), max_leaves=40)
+
+
+def _markup(node) -> str:
+    tag, attributes, text, children, tail, comment = node
+    inner = "".join(_markup(child) for child in children)
+    return f"<{tag}{attributes}>{text}{inner}</{tag}>{'<!--c-->' if comment else ''}{tail}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(TREES)
+def test_the_walk_finds_what_the_xpaths_found(tree):
+    """Generated pages of nested lists, links, landmarks, scripts, comments and separators: the
+    walk's link lists, landmarks and marked elements are the XPaths', in the page's order."""
+    body = html.fromstring(f"<html><body>{_markup(tree)}</body></html>").find("body")
+    expressions = [etree.XPath(x) for x in (MARKED_XPATH, LANDMARKS_XPATH, LINK_LISTS_XPATH)]
+    assert list(_walked(body, landmarks=True, link_lists=True)) == [found(body) for found in expressions], etree.tostring(body)
+    assert _walked(body, landmarks=False, link_lists=False) == (expressions[0](body), [], [])
+    # the text and prose from one read are those of two reads, and the page is left as it was
+    marked, landmarks, link_lists = _walked(body, landmarks=True, link_lists=True)
+    page = etree.tostring(body)
+    # kept roots that are neither dropped nor link lists, nor inside one: where a root is (a kept
+    # list with a landmark in it), one read keeps what is dropped in it out of its prose, where two
+    # reads had let it back in (``_outer`` took the root for the whole)
+    outside = [
+        root for root in marked if not any(root is found or found in root.iterancestors() for found in [*landmarks, *link_lists])
+    ]
+    for roots in ([body], outside or [body]):
+        expected = (_text_without(body, roots, landmarks), _text_without(body, roots, [*landmarks, *link_lists]))
+        assert _text_and_prose(body, roots, landmarks, link_lists) == (expected if link_lists else (expected[0], None))
+        assert etree.tostring(body) == page
