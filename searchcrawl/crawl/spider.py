@@ -546,6 +546,7 @@ class SourceSpider(Spider):
                 yield CrawledDocument(self.source.name, response.url, depth, fetched, previous=previous, anchors=())
             return
         directives = self.robots_directives(response)
+        resolved = None if "nofollow" in directives else self.resolved_links(response)
         if navigation:
             pass  # its links are followed below
         elif "noindex" in directives:
@@ -561,12 +562,12 @@ class SourceSpider(Spider):
                 previous=previous,
                 canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
                 # a page that asks its links not be followed vouches for none of them
-                anchors=() if "nofollow" in directives else self.anchors(response),
+                anchors=() if "nofollow" in directives else self.anchors(response, resolved),
             )
         if "nofollow" in directives:
             logger.debug("Links not followed (robots nofollow): %s", response.url)
             return
-        for url in self.links(response):
+        for url in self.links(response, resolved):
             request = self.link_request(url, depth + 1)
             if request is not None:
                 yield request
@@ -596,26 +597,32 @@ class SourceSpider(Spider):
         entry = self.admission.link(url, depth)
         return None if entry is None else self.requests(entry)
 
-    def anchors(self, response: TextResponse) -> tuple[Anchor, ...]:
+    def resolved_links(self, response: TextResponse) -> dict[str, str | None]:
+        """Each link attribute value of the page with its link (``DocumentLinks.resolved``; <base
+        href> honoured): what ``links`` and ``anchors`` read, made once a page."""
+        served = as_served(response)  # a flattened page's base and encoding are the page's as served
+        return self.page_links.resolved(response.selector.root, response.url, get_base_url(served), served.encoding)
+
+    def anchors(self, response: TextResponse, resolved: dict[str, str | None] | None = None) -> tuple[Anchor, ...]:
         """The page's anchors (content/anchors.py): each link's words and the URL the document
-        table knows its target by, resolved as its links are (``links``, the same cache) and made
-        canonical as the admission makes a link (``Admission.target``)."""
-        served = as_served(response)
-        base, encoding, page_links, admission = get_base_url(served), served.encoding, self.page_links, self.admission
+        table knows its target by, resolved as its links are (``resolved``, the page's
+        ``resolved_links``) and made canonical as the admission makes a link (``Admission.target``)."""
+        resolved = self.resolved_links(response) if resolved is None else resolved
+        admission = self.admission
 
         def target(href: str) -> str | None:
-            url = page_links.link(href, base, response.url, encoding)
+            url = resolved.get(href)
             return None if url is None else admission.target(url)
 
         return page_anchors(response.selector.root, response.url, target)
 
-    def links(self, response: TextResponse) -> Iterator[str]:
-        """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
-        served = as_served(response)  # a flattened page's base, refresh and encoding are the page's as served
-        _interval, refresh = get_meta_refresh(served)
+    def links(self, response: TextResponse, resolved: dict[str, str | None] | None = None) -> Iterator[str]:
+        """The page's links (a, area, frame, iframe; <base href> honoured; ``resolved``, the
+        page's ``resolved_links``) and its meta refresh target."""
+        _interval, refresh = get_meta_refresh(as_served(response))  # a flattened page's refresh is the page's as served
         if refresh:
             yield refresh
-        yield from self.page_links.of(response.selector.root, response.url, get_base_url(served), served.encoding)
+        yield from DocumentLinks.followed_in(self.resolved_links(response) if resolved is None else resolved)
 
     def document(
         self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any

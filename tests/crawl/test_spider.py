@@ -169,6 +169,18 @@ def test_a_pages_anchors_name_their_targets_as_the_admission_queues_them(crawler
     assert plain.anchors == ()
 
 
+def test_a_pages_links_and_anchors_resolve_each_value_once(crawler_of, monkeypatch) -> None:
+    """Issue 102: the anchors resolved every link of a page a second time (after its links), a
+    quarter of a millisecond a Javadoc page; the page's values are resolved once and both read them."""
+    spider = spider_of(crawler_of())
+    asked: list[str] = []
+    link = spider.page_links.link
+    monkeypatch.setattr(spider.page_links, "link", lambda value, *args: asked.append(value) or link(value, *args))
+    (document,), requests = split(list(spider.parse(html("http://h.test/"))))
+    assert len(asked) == len(set(asked)) == 9  # the page's distinct href and src values
+    assert len(document.anchors) == 6 and len(requests) == 6  # its meta refresh besides
+
+
 def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone(crawler_of) -> None:
     """The rewriter's step is ``RuleChain.rewrite_step``, which `scrapy explain` shows: a link it
     raises on is 909, one it makes invalid 902, and the page's other links go on (the exception
