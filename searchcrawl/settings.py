@@ -64,7 +64,7 @@ SEARCHCRAWL_TIKA_WRITE_LIMIT = 5_000_000  # characters of text kept per document
 SEARCHCRAWL_TIKA_MAX_EMBEDDED = 1000  # embedded documents (attachments, OLE objects) parsed per document
 # The Python converters, without Tika:
 SEARCHCRAWL_CONVERT_WORKERS = 2  # processes converting at once
-SEARCHCRAWL_CONVERT_TIMEOUT = 60  # seconds per document; a slower one gets status 921
+SEARCHCRAWL_CONVERT_TIMEOUT = 60  # seconds per document (from its worker ready); a slower one gets status 921
 SEARCHCRAWL_CONVERT_MEMORY_MB = 1024  # address-space limit of a worker; a document needing more: 922
 
 # --- JavaScript rendering (sources with render_js or render_rules) ------------------------------
