@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -67,7 +68,7 @@ class FleetPolitenessMiddleware:
         self.sites = sites
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
-        self.sent: dict[str, float] = {}  # site -> when this process last let a request go (loop time)
+        self.sent: dict[str, float] = {}  # site -> when this process last let a request go (time.monotonic())
         # each slot's share of the per-site limit, when the fleet is known and nothing needs spacing
         self.share: int | None = None
         self.shares: dict[str, asyncio.Semaphore] = {}  # site -> this process's share of its limit
@@ -140,22 +141,24 @@ class FleetPolitenessMiddleware:
             request.meta[SITE_LEASE] = LOCAL_SHARE
             return
         delay = self.site_delay
-        loop = asyncio.get_running_loop()
         for attempt in range(MAX_LATE_STARTS + 1):
             while True:
                 grant = await asyncio.to_thread(self.sites.acquire, site, delay, self.concurrency, self.hold)
                 if grant.lease_id is not None:
                     break
                 await asyncio.sleep(grant.wait)  # the site has its fleet-wide limit of requests in flight
-            due = loop.time() + grant.wait  # the start this process reserved, fleet-wide
-            if grant.wait > 0:
-                logger.debug("Fleet delay: %.2f s before %s", grant.wait, request.url)
-                await asyncio.sleep(grant.wait)
+            # the start this process reserved, fleet-wide, on the clock of the thread that read the
+            # answer: the loop may resume this coroutine late, and that lateness counts too
+            due = grant.due
+            pause = due - time.monotonic()
+            if pause > 0:
+                logger.debug("Fleet delay: %.2f s before %s", pause, request.url)
+                await asyncio.sleep(pause)
             # The reserved starts are spaced; a busy event loop (or a stalled process) can wake
             # several waits at once, past their starts: this process never sends two requests to a
             # site closer than the delay, whatever the reservations say (read and written with no
             # await between)
-            now = loop.time()
+            now = time.monotonic()
             start = max(now, self.sent.get(site, now - delay) + delay)
             if delay > 0 and start - due > delay / 2 and attempt < MAX_LATE_STARTS:
                 # too late for the start reserved: the next node's reserved start may be near, so
