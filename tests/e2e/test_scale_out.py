@@ -29,7 +29,7 @@ from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.outcome_batcher import BACKLOG
 from searchcrawl.store.runs import RunConflict, Runs
 from searchcrawl.store.sites import SitePoliteness
-from tests.conftest import InFlight, Project, Site, assert_spaced, not_found_probe, wait_for
+from tests.conftest import HeldAnswers, InFlight, Project, Site, assert_spaced, not_found_probe, wait_for
 from tests.sites import build_intranet
 
 NODES = 3
@@ -122,21 +122,26 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     # be pushed through the nodes left, as it did with 1,011 (asserted below: the crawl goes on)
     pages = build_intranet(root, sections=10, per_section=30)
     duplicates = duplicate_pages(root)
-    site = serve(root)
+    # the site answers 200 pages, then holds its answers until the Solr node is down: the crawl is
+    # mid-way then however fast the machine (CI once saw it end while `status` ran)
+    held = HeldAnswers(unheld=200)
+    site = serve(root, in_flight=held)
     project.solr_url = ",".join(solr_cloud.create_collection("fleet_docs"))
-    shared_source(project, name, site)
+    shared_source(project, name, site, "download_timeout = 300")  # held answers never time out
     processes = start_nodes(project, name)
     stopped = False
     try:
-        wait_for(lambda: len(site.requests) > 200, timeout=300, what="the crawl to get going")
+        wait_for(held.arrived.is_set, timeout=300, what="the crawl to get going")
         status = project.scrapy("status", name)
         nodes = re.search(r"nodes working on it: (.*)", status.stdout)
         assert nodes and len(nodes.group(1).split(", ")) == NODES, status.stdout
         solr_cloud.stop_node(1)  # one Solr node goes down mid-crawl; its replicas' twins carry on
         stopped = True
         assert len(fetched(site)) < len(pages) + 2 * len(duplicates), "the crawl ended before the Solr node stopped"
+        held.released.set()
         logs = finish(processes)
     finally:  # the session's SolrCloud serves other tests: whole again, and no crawl left running
+        held.released.set()
         for process in processes:
             process.kill()
         if stopped:
