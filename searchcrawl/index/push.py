@@ -14,12 +14,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from searchcrawl.content.anchors import ACCESS_FIELDS, ANCHOR_FIELD, access_fields, anchor_field
 from searchcrawl.content.extract import solr_id
+from searchcrawl.index.anchor_pacing import AnchorPacing
 from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.index.id_migration import migrate_ids
 from searchcrawl.index.solr_client import IndexingError, SolrIndex, batches
@@ -70,6 +71,7 @@ def push_pending(
     remove: bool = True,
     should_stop: Callable[[], bool] = lambda: False,
     requests_at_once: int = 1,
+    pacing: AnchorPacing | None = None,
 ) -> PushResult:
     """Remove what must leave the index (if ``remove``), then push every pending document of the
     ledger's source to Solr, batch by batch. Documents are addressed in Solr by ``solr_id(source, url)``.
@@ -113,7 +115,7 @@ def push_pending(
         cache.release(scan)
     if not push.node_failed:
         try:
-            result.anchors = set_anchors(ledger, index, max_docs, should_stop)
+            result.anchors = set_anchors(ledger, index, max_docs, should_stop, pacing)
         except IndexingError as exc:  # they stay due: the next push sets them
             logger.warning("Could not set the anchor field of documents of %s in Solr: %s", source, exc)
     return result
@@ -176,14 +178,14 @@ def with_anchors(data: bytes, candidates: Iterable[tuple[str, str, str | None]])
             parsed = json.loads(data)
         return parsed
 
-    field = anchor_field(candidates, lambda: access_fields(whole()))
+    words = anchor_field(candidates, lambda: access_fields(whole()))
     if atomic:
-        return _json({**whole(), ANCHOR_FIELD: {"set": field or None}})
-    if not field:
+        return _json({**whole(), ANCHOR_FIELD: {"set": words or None}})
+    if not words:
         return data
     if f'"{ANCHOR_FIELD}":'.encode() in data:  # one of its own (a mapped attribute): replaced
-        return _json({**whole(), ANCHOR_FIELD: field})
-    return data[:-1] + b',"' + ANCHOR_FIELD.encode() + b'":' + _json(field) + b"}"
+        return _json({**whole(), ANCHOR_FIELD: words})
+    return data[:-1] + b',"' + ANCHOR_FIELD.encode() + b'":' + _json(words) + b"}"
 
 
 def _json(value: object) -> bytes:
@@ -195,7 +197,13 @@ def _atomic(document: object) -> bool:
     return isinstance(document, dict) and any(isinstance(value, dict) and "set" in value for value in document.values())
 
 
-def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Callable[[], bool] = lambda: False) -> int:
+def set_anchors(
+    ledger: Ledger,
+    index: SolrIndex,
+    max_docs: int,
+    should_stop: Callable[[], bool] = lambda: False,
+    pacing: AnchorPacing | None = None,
+) -> int:
     """Set in place the anchor field of the source's indexed documents whose anchors changed
     since it was set (``DocumentTable.anchors_due``: a linking page changed, left, or changed its
     readers), without fetching them again; returns how many were set. Each is computed for the
@@ -205,15 +213,20 @@ def set_anchors(ledger: Ledger, index: SolrIndex, max_docs: int, should_stop: Ca
     A field already as computed is left alone. The marks read, before its anchors were, go: a
     change meanwhile adds a mark, which keeps it due. A pending one waits for its push (which
     computes its field) and is set after it; one the mass-deletion guard holds in Solr is set as
-    an indexed one is; one out of the index, or not in Solr, is unmarked."""
+    an indexed one is; one out of the index, or not in Solr, is unmarked. With ``pacing`` (a
+    push during a crawl), a field computed from many anchors waits for enough of its marks
+    (index/anchor_pacing.py), and each mark is read once during the crawl."""
     source, table = ledger.source, ledger.table
-    after = updated = 0
+    after = pacing.after if pacing is not None else 0
+    updated = 0
     while not should_stop():
         due = table.anchors_due(source, after, max_docs)
         if not due:
             break
         after = max(mark for row in due for mark in row.marks)
-        updates, done = _anchor_updates(source, table, index, due)
+        if pacing is not None:
+            pacing.after = after
+        updates, done = _anchor_updates(source, table, index, due, pacing)
         try:
             if updates:
                 index.update_versions(updates)
@@ -354,24 +367,35 @@ class BatchPush:
 
 
 def _anchor_updates(
-    source: str, table: DocumentTable, index: SolrIndex, due: list[DueDocument]
+    source: str, table: DocumentTable, index: SolrIndex, due: list[DueDocument], pacing: AnchorPacing | None = None
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """One batch of ``set_anchors``: the conditional atomic updates of the documents whose field
     is not what counts now for the readers Solr holds them with, and the marks done with (those of
-    every document but the pending ones, which wait for their push)."""
+    every document but the pending ones, which wait for their push, and those ``pacing`` leaves
+    for later)."""
     done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
-    held = [(row, row.url) for row in due if row.url is not None and row.state in IN_SOLR and row.state != State.PENDING]
+    held = [
+        (row, row.url)
+        for row in due
+        if row.url is not None
+        and row.state in IN_SOLR
+        and row.state != State.PENDING
+        and (pacing is None or pacing.due_now(row.url_hash, len(row.marks)))
+    ]
     stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
     found = table.anchor_candidates(source, [url for _row, url in held])
     updates = []
     for row, url in held:
         done.extend(row.marks)
+        candidates = found.get(url, [])
+        if pacing is not None:
+            pacing.computed(row.url_hash, len(candidates))
         document = stored.get(solr_id(source, url))
         if document is None:
             continue  # not in Solr: the push that puts it there computes its field
-        field = anchor_field(found.get(url, ()), partial(access_fields, document))  # its readers as Solr holds it
-        if field != list(document.get(ANCHOR_FIELD) or []):
-            updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": field or None}})
+        words = anchor_field(candidates, partial(access_fields, document))  # its readers as Solr holds it
+        if words != list(document.get(ANCHOR_FIELD) or []):
+            updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": words or None}})
     return updates, done
 
 
@@ -397,14 +421,17 @@ class SolrPusher:
     preserve_cache: bool = False
     requests_at_once: int = 1
     ids_migrated: bool = False
+    pacing: AnchorPacing = field(default_factory=AnchorPacing)  # of the pushes during the crawl
 
     @property
     def source(self) -> str:
         return self.ledger.source
 
-    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
+    def push_once(self, remove: bool = False, wait: bool = True, *, during_crawl: bool = False) -> PushResult:
         """One pass over the pending documents (blocking). Without ``wait``, a process finding
-        another pushing skips its turn (the other pushes its documents too)."""
+        another pushing skips its turn (the other pushes its documents too). A push
+        ``during_crawl`` paces the anchor fields of pages many link to (index/anchor_pacing.py);
+        any other sets every field due."""
         with self.cache.push_lock(wait) as mine:
             if not mine:
                 return PushResult(skipped=True)
@@ -418,6 +445,7 @@ class SolrPusher:
                 preserve_cache=self.preserve_cache,
                 remove=remove,
                 requests_at_once=self.requests_at_once,
+                pacing=self.pacing if during_crawl else None,
             )
 
     def migrate_ids(self) -> None:

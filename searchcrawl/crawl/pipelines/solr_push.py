@@ -109,12 +109,13 @@ class SolrPipeline:
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.run = run
 
-    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
+    def push_once(self, remove: bool = False, wait: bool = True, during_crawl: bool = False) -> PushResult:
         """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
         for the run's end, where the mass-deletion guard sees them all. Processes sharing
         the cache push it in turn; without ``wait``, one finding another pushing skips its turn
-        (the other pushes its documents too)."""
-        return self.pusher.push_once(remove, wait)
+        (the other pushes its documents too). The pushes during the crawl pace the anchor fields
+        of pages many link to; the run's end sets every one due (index/anchor_pacing.py)."""
+        return self.pusher.push_once(remove, wait, during_crawl=during_crawl)
 
     def _account(self, result: PushResult, seconds: float | None = None) -> None:
         if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is
@@ -204,7 +205,7 @@ class SolrPipeline:
     async def _flush(self) -> None:
         try:
             started = time.monotonic()
-            result = await asyncio.to_thread(self.push_once, False, False)
+            result = await asyncio.to_thread(self.push_once, False, False, True)
             self._account(result, time.monotonic() - started)
         except Exception:  # a bug here must not kill the crawl; the documents stay pending
             logger.exception("Solr push crashed; documents stay pending")
