@@ -915,6 +915,17 @@ class Boundary:
             return False
         return self._domains.inclusion(host) is not None
 
+    def off_domains(self, url: str) -> bool:
+        """Is ``url`` kept out by the domain rules (``DomainCheck``, as ``check`` applies it: status
+        901), whatever its path and depth? Such a URL is never a document of the source."""
+        target = ScopeUrl(url)
+        try:
+            target.parse()
+        except ValueError:  # the syntax check's to refuse, not the domains'
+            return False
+        verdict = self._domains.check(target, 0, False)
+        return verdict is not None and not verdict.allowed
+
     def names_host(self, host: str) -> bool:
         """Do the domain rules name ``host``: a suffix include rule, or with none, a seed host
         (``DomainCheck.names_host``; never an ``include_prefix`` rule)? Such a host may be

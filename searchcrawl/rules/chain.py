@@ -150,6 +150,11 @@ class RuleChain:
             return _new_step(RuleStep, ("boundary", ADMITTED, url))
         return steps[-1]
 
+    def off_domains(self, url: str) -> bool:
+        """Is ``url`` (canonical) kept out by a web source's domain rules, whatever its path and
+        depth (``Boundary.off_domains``)? Never for a source of another type: its agent decides."""
+        return self.agent is None and self.boundary.off_domains(url)
+
     def refusal(self, url: str, depth: int) -> tuple[int, str] | None:
         """(status, rule) when the rules keep a URL the document table knows out now (the URL
         rewriter must leave it as it is, the boundary, the scope filter), else None: what a

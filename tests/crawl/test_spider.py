@@ -149,7 +149,10 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
 def test_a_pages_anchors_name_their_targets_as_the_admission_queues_them(crawler_of) -> None:
     """Issue 100: each link's words (content/anchors.py), its target canonical and through the URL
     rewriter, as the document table knows it; a link the rewriter drops, or to an ignored file
-    type, names nothing. A page that asks robots nofollow, a plain text and a file give none."""
+    type, names nothing, nor one to a host the domain rules keep out (issue 102: never a document
+    of the source; the old code kept ("http://other.test/", "elsewhere")). A path another rule
+    keeps out (the dynamic page) is still named: its document may come. A page that asks robots
+    nofollow, a plain text and a file give none."""
     crawler = crawler_of()
     spider = spider_of(crawler)
     (document,), _requests = split(list(spider.parse(html("http://h.test/"))))
@@ -159,7 +162,6 @@ def test_a_pages_anchors_name_their_targets_as_the_admission_queues_them(crawler
         ("http://h.test/a.html", "A again"),
         ("http://h.test/q?x=1", "session"),
         ("http://h.test/report.pdf", "report"),
-        ("http://other.test/", "elsewhere"),
     )
     (nofollow,), _requests = split(list(spider.parse(html("http://h.test/f.html", **{"X-Robots-Tag": "nofollow"}))))
     assert nofollow.anchors == ()
@@ -178,7 +180,7 @@ def test_a_pages_links_and_anchors_resolve_each_value_once(crawler_of, monkeypat
     monkeypatch.setattr(spider.page_links, "link", lambda value, *args: asked.append(value) or link(value, *args))
     (document,), requests = split(list(spider.parse(html("http://h.test/"))))
     assert len(asked) == len(set(asked)) == 9  # the page's distinct href and src values
-    assert len(document.anchors) == 6 and len(requests) == 6  # its meta refresh besides
+    assert len(document.anchors) == 5 and len(requests) == 6  # its meta refresh besides; no anchor off the domains
 
 
 def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone(crawler_of) -> None:

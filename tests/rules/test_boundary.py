@@ -832,3 +832,24 @@ def test_top_level_errors() -> None:
     assert errors({"index_dynamic_pages": "yes"}) == ["index_dynamic_pages: Input should be a valid boolean"]
     assert errors({"domain": {}}) == ["domain: Extra inputs are not permitted"]
     assert errors({"domains": ["oracle.com"]}) == ["domains: Input should be a valid dictionary or instance of DomainRules"]
+
+
+def test_off_domains_is_the_domain_check_alone_as_check_applies_it() -> None:
+    """What a page's anchors may name (crawl/requests.py ``Admission.target``): a URL the domain
+    rules keep out (901) whatever its path and depth, and nothing another rule decides."""
+    seeds_only = boundary(["http://h.test/docs/"], max_depth=1)
+    ruled = boundary(
+        ["http://h.test/"], domains={"include": ["h.test"], "include_prefix": ["intranet."], "exclude": ["x.h.test"]}
+    )
+    cases = [
+        (seeds_only, "http://other.test/", True),
+        (seeds_only, "http://h.test/elsewhere/deep.html", False),  # a path and a depth: other rules'
+        (ruled, "http://a.h.test/", False),
+        (ruled, "http://x.h.test/", True),  # excluded
+        (ruled, "http://intranet.corp/", False),
+        (ruled, "http://jdk.test/api/Object.html", True),
+        (ruled, "file:///srv/docs/a.html", False),  # another scheme: the scheme check's
+    ]
+    for b, url, off in cases:
+        assert b.off_domains(url) is off, url
+        assert (b.check(url, 5).status == Status.EXCLUDED_DOMAIN) is off, url  # at any depth
