@@ -3,17 +3,18 @@
 A page's anchor field (content/anchors.py) is computed from every anchor to it of the pages in the
 index, and each page parsed that links to it marks it due again (store/anchor_table.py). A push
 during the crawl that set every due field read all the anchors of a page linked from every page
-(a site's home page, a Javadoc's class index) each time: anchors read grew with the crawl for each
-push, a cost per page that grew with the site (0.2 ms a page at 9,000 Javadoc pages, reading 9,401
-anchors of one page at its end; ten times that at 90,000 pages).
+(an intranet's home page) each time: the anchors read at each push grew with the crawl, a cost a
+page that grew with the site (tests/benchmarks/README.md: the pushes of a 2,000-page crawl that
+pushed every 7 pages read 310,214 of its home page's anchors; 6,158 paced).
 
 During a crawl, a page whose field was last computed from at least ``PACED_FROM`` anchors is set
 again once the marks read for it since reach ``GROWTH`` of those anchors: each time its linking
 pages may have grown by a quarter, so the anchors read for it over a crawl add up to a few times
 its final count, not its count times the pushes. Its marks stay in the table meanwhile, and the
-run's last push (and every push outside a crawl: ``paced`` false) sets every field still due, so
-the index holds each field as the anchors of the run's end make it. What a crawl remembers is
-bounded: ``MAX_PACED`` pages at most (those past it are set at every push, as before).
+run's last push (and every push outside a crawl: ``SolrPusher.push_once`` without
+``during_crawl``) sets every field still due, so the index holds each field as the anchors of the
+run's end make it. What a crawl remembers is bounded: ``MAX_PACED`` pages at most (those past it
+are set at every push, as before).
 """
 
 from __future__ import annotations
