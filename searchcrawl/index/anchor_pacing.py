@@ -5,20 +5,25 @@ index, and each page parsed that links to it marks it due again (store/anchor_ta
 during the crawl that set every due field read all the anchors of a page linked from every page
 (an intranet's home page) each time: the anchors read at each push grew with the crawl, a cost a
 page that grew with the site (tests/benchmarks/README.md: the pushes of a 2,000-page crawl that
-pushed every 7 pages read 310,214 of its home page's anchors; 6,158 paced).
+pushed every 7 pages read 287,292 of its home page's anchors, 14,164 paced, the run's last push
+included).
 
 During a crawl, a page whose field was last computed from at least ``PACED_FROM`` anchors is set
-again once the marks read for it since reach ``GROWTH`` of those anchors: each time its linking
-pages may have grown by a quarter, so the anchors read for it over a crawl add up to a few times
-its final count, not its count times the pushes. Its marks stay in the table meanwhile, and the
-run's last push (and every push outside a crawl: ``SolrPusher.push_once`` without
-``during_crawl``) sets every field still due, so the index holds each field as the anchors of the
-run's end make it. What a crawl remembers is bounded: ``MAX_PACED`` pages at most (those past it
-are set at every push, as before).
+again once its marks in the table reach ``GROWTH`` of those anchors: each time its linking pages
+may have grown by a quarter, so the anchors read for it over a crawl add up to a few times its
+final count, not its count times the pushes. Its marks stay in the table meanwhile (each push
+reads them all again, as it reads every mark: a mark's id says nothing of when it came, since
+SQLite gives a deleted highest id to the next row and PostgreSQL hands ids out before commit),
+and when it is set, every mark of it that push read goes. The run's last push (and every push
+outside a crawl: ``SolrPusher.push_once`` without ``during_crawl``) sets every field still due,
+so the index holds each field as the anchors of the run's end make it. What a crawl remembers is
+bounded: ``MAX_PACED`` pages at most (those past it are set at every push, as before); what a
+push remembers, the marks it read of the pages it leaves for later, lives for that push.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 PACED_FROM = 32  # anchors a field was computed from, from which its next setting in a crawl waits
@@ -29,26 +34,29 @@ MAX_PACED = 10_000  # pages a crawl remembers the anchors of
 @dataclass
 class AnchorPacing:
     """The anchor fields a crawl's pushes have set (``counted``: the page's key -> the anchors
-    its field was computed from), the marks read since for each (``waiting``), and the last mark
-    a push during the crawl read (``after``: each is read once during the crawl; one committed out
-    of id order on PostgreSQL waits for the run's last push)."""
+    its field was computed from) and, within one push (``begin``), the marks it read of each page
+    it leaves for later (``read``)."""
 
     counted: dict[str, int] = field(default_factory=dict)
-    waiting: dict[str, int] = field(default_factory=dict)
-    after: int = 0
+    read: dict[str, list[int]] = field(default_factory=dict)
 
-    def due_now(self, key: str, marks: int) -> bool:
-        """Whether the page of ``key``, ``marks`` more marks of it read, is set now; if not, the
-        marks are counted (and stay in the table, for later)."""
+    def begin(self) -> None:
+        """A push starts reading the marks (from the first: they are all in the table)."""
+        self.read.clear()
+
+    def due_now(self, key: str, marks: Sequence[int]) -> tuple[int, ...] | None:
+        """The page of ``key``, ``marks`` more of its marks read: the marks to delete once its
+        field is set (those this push read of it), if it is set now; None if it waits (the marks
+        are kept in mind for this push, and stay in the table)."""
+        seen = [*self.read.pop(key, ()), *marks]
         anchors = self.counted.get(key)
-        seen = self.waiting.pop(key, 0) + marks
-        if anchors is None or seen >= anchors * GROWTH:
-            return True
-        self.waiting[key] = seen
-        return False
+        if anchors is None or len(seen) >= anchors * GROWTH:
+            return tuple(seen)
+        self.read[key] = seen
+        return None
 
     def computed(self, key: str, anchors: int) -> None:
-        """The page's field was computed from ``anchors`` anchors."""
+        """The page's field was set, computed from ``anchors`` anchors."""
         if anchors >= PACED_FROM and (key in self.counted or len(self.counted) < MAX_PACED):
             self.counted[key] = anchors
         else:

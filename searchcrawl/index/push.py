@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -215,18 +215,17 @@ def set_anchors(
     computes its field) and is set after it; one the mass-deletion guard holds in Solr is set as
     an indexed one is; one out of the index, or not in Solr, is unmarked. With ``pacing`` (a
     push during a crawl), a field computed from many anchors waits for enough of its marks
-    (index/anchor_pacing.py), and each mark is read once during the crawl."""
+    (index/anchor_pacing.py)."""
     source, table = ledger.source, ledger.table
-    after = pacing.after if pacing is not None else 0
-    updated = 0
+    after = updated = 0
+    if pacing is not None:
+        pacing.begin()
     while not should_stop():
         due = table.anchors_due(source, after, max_docs)
         if not due:
             break
         after = max(mark for row in due for mark in row.marks)
-        if pacing is not None:
-            pacing.after = after
-        updates, done = _anchor_updates(source, table, index, due, pacing)
+        updates, done, computed = _anchor_updates(source, table, index, due, pacing)
         try:
             if updates:
                 index.update_versions(updates)
@@ -237,6 +236,9 @@ def set_anchors(
             continue
         updated += len(updates)
         ledger.mark_anchors_set(done)
+        if pacing is not None:  # set: counted from now on (not before: a failed update leaves them due)
+            for key, anchors in computed:
+                pacing.computed(key, anchors)
     if updated:
         logger.debug("Set the anchor field of %d documents of %s", updated, source)
     return updated
@@ -368,35 +370,33 @@ class BatchPush:
 
 def _anchor_updates(
     source: str, table: DocumentTable, index: SolrIndex, due: list[DueDocument], pacing: AnchorPacing | None = None
-) -> tuple[list[dict[str, Any]], list[int]]:
+) -> tuple[list[dict[str, Any]], list[int], list[tuple[str, int]]]:
     """One batch of ``set_anchors``: the conditional atomic updates of the documents whose field
-    is not what counts now for the readers Solr holds them with, and the marks done with (those of
+    is not what counts now for the readers Solr holds them with, the marks done with (those of
     every document but the pending ones, which wait for their push, and those ``pacing`` leaves
-    for later)."""
+    for later), and each field's key with the anchors it was computed from."""
     done = [mark for row in due if row.state not in IN_SOLR for mark in row.marks]
-    held = [
-        (row, row.url)
-        for row in due
-        if row.url is not None
-        and row.state in IN_SOLR
-        and row.state != State.PENDING
-        and (pacing is None or pacing.due_now(row.url_hash, len(row.marks)))
-    ]
-    stored = index.latest([solr_id(source, url) for _row, url in held], LATEST_FIELDS)
-    found = table.anchor_candidates(source, [url for _row, url in held])
-    updates = []
-    for row, url in held:
-        done.extend(row.marks)
+    held: list[tuple[DueDocument, str, Sequence[int]]] = []
+    for row in due:
+        if row.url is None or row.state not in IN_SOLR or row.state == State.PENDING:
+            continue
+        marks = row.marks if pacing is None else pacing.due_now(row.url_hash, row.marks)
+        if marks is not None:
+            held.append((row, row.url, marks))
+    stored = index.latest([solr_id(source, url) for _row, url, _marks in held], LATEST_FIELDS)
+    found = table.anchor_candidates(source, [url for _row, url, _marks in held])
+    updates, computed = [], []
+    for row, url, read in held:
+        done.extend(read)
         candidates = found.get(url, [])
-        if pacing is not None:
-            pacing.computed(row.url_hash, len(candidates))
+        computed.append((row.url_hash, len(candidates)))
         document = stored.get(solr_id(source, url))
         if document is None:
             continue  # not in Solr: the push that puts it there computes its field
         words = anchor_field(candidates, partial(access_fields, document))  # its readers as Solr holds it
         if words != list(document.get(ANCHOR_FIELD) or []):
             updates.append({"id": document["id"], "_version_": document["_version_"], ANCHOR_FIELD: {"set": words or None}})
-    return updates, done
+    return updates, done, computed
 
 
 def _failed_for_the_request(sent: Future[None]) -> bool:
