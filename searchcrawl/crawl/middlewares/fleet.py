@@ -159,7 +159,7 @@ class FleetPolitenessMiddleware:
             # site closer than the delay, whatever the reservations say (read and written with no
             # await between)
             now = time.monotonic()
-            start = max(now, self.sent.get(site, now - delay) + delay)
+            start = max(now, due, self.sent.get(site, now - delay) + delay)  # never before its start (a sleep woken early)
             if delay > 0 and start - due > delay / 2 and attempt < MAX_LATE_STARTS:
                 # too late for the start reserved: the next node's reserved start may be near, so
                 # this one is given up (its slot stays empty) and a later one reserved

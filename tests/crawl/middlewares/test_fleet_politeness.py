@@ -61,3 +61,25 @@ def test_a_start_the_loop_woke_late_for_is_given_up(tmp_path: Path) -> None:
     kept = later[-1]
     assert sent - kept.due <= DELAY / 2, (sent - kept.due, sent - first.due)  # sent near its own start
     assert kept.due >= first.due + DELAY  # and in a start of its own, after the one given up
+
+
+def test_a_sleep_woken_early_never_moves_a_start_before_its_reservation(tmp_path: Path, monkeypatch) -> None:
+    """A sleep that wakes early (another event loop's clock) found the request on time before its
+    reserved start; the start this process records, which spaces its next request, was then
+    before the reservation. It is never now."""
+    sites = StallingSites(DocumentTable(Database(f"sqlite:///{tmp_path / 'sites.sqlite3'}")).database)
+    crawler = get_crawler(settings_dict={"DOWNLOAD_DELAY": DELAY, "CONCURRENT_REQUESTS_PER_DOMAIN": 4})
+    middleware = FleetPolitenessMiddleware(crawler, sites, SourceSettings(seeds=["http://h.test/"]))
+    sleep = asyncio.sleep
+    monkeypatch.setattr(asyncio, "sleep", lambda seconds: sleep(seconds / 2))
+
+    other = SitePoliteness(sites.database, "another-node")
+
+    async def scenario() -> None:
+        await middleware.process_request(Request("http://h.test/a"))
+        other.acquire("h.test", DELAY, 4, 30)  # another node's turn comes between this one's two
+        await middleware.process_request(Request("http://h.test/b"))
+
+    asyncio.run(scenario())
+    assert len(sites.grants) == 2
+    assert middleware.sent["h.test"] >= sites.grants[-1].due, middleware.sent["h.test"] - sites.grants[-1].due
