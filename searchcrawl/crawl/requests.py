@@ -140,8 +140,8 @@ class Admission:
         makes it (what ``link`` would queue), recording nothing; None when it is no URL, the
         rewriter drops it, or the source's domain rules keep it out (``RuleChain.off_domains``:
         never a document of the source, whatever its path or depth). What a page's anchors name
-        (content/anchors.py): an anchor to another site was kept, written with the page and marked
-        due, and never counted (37 % of the Nutch site's 84,980 anchors: its Javadoc's links to the
+        (content/anchors.py): an anchor to another site was kept, written with the page, looked up
+        for a mark with it, and never counted (37 % of the Nutch site's 84,980 anchors: its Javadoc's links to the
         JDK's and Hadoop's). Other rules judge nothing here: a link beyond the depth, or a path a
         rule keeps out, names a URL whose document may come (another link, the rules changed).
         The site's menus name the same links on every page: remembered, bounded."""
