@@ -97,7 +97,10 @@ def test_a_crawl_s_progress_and_its_source_s_runs_are_charted_with_no_csp_violat
         # and its refresh could interrupt a navigation of ours
         live, page = page, context.new_page()
         seen_live, seen = seen, console_of(page)
-        live.close()
+        # not waited for: Chromium acknowledges a close that races a navigation's commit (the live
+        # page's meta refresh) without closing the page, and page.close() waits forever (CI: 900 s;
+        # microsoft/playwright#42366, crbug 536385539)
+        live.close(run_before_unload=True)
         assert seen_live == []
         page.goto(f"{url}/admin/runs/{run_id}")
         assert page.locator("meta[http-equiv=refresh]").count() == 0
