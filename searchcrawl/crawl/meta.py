@@ -144,6 +144,12 @@ PLAYWRIGHT = "playwright"
 """True: scrapy-playwright downloads the request through Chromium (set by middlewares/render.py
 with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
 
+PLAYWRIGHT_INCLUDE_PAGE = "playwright_include_page"
+PLAYWRIGHT_PAGE = "playwright_page"
+"""scrapy-playwright leaves a page open when asked to include it, and puts it in the request's
+meta: crawl/handlers/chromium.py asks, for every page the crawl renders, and closes the page itself
+(bounded) as the download ends; a spider that asked for a page keeps it."""
+
 CONNECTION_REFUSALS = "searchcrawl/connection_refusals"
 """Not a meta key: the crawl's stat of URLs whose TLS handshake or proxy failed (statuses 937,
 938), counted by the spider and middlewares/robots.py; run_end.settle_run keeps orphans then

@@ -61,7 +61,7 @@ def download_handlers(source: Source) -> dict[str, str | None]:
         handlers.update(http=handler, https=handler)
     if source.settings.render_js or source.settings.render_rules:
         # Only sources that render start Playwright (and, on first use, Chromium).
-        handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+        handler = "searchcrawl.crawl.handlers.chromium.ChromiumDownloadHandler"
         handlers.update(http=handler, https=handler)
     return handlers
 
