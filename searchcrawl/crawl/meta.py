@@ -146,9 +146,12 @@ with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
 
 PLAYWRIGHT_INCLUDE_PAGE = "playwright_include_page"
 PLAYWRIGHT_PAGE = "playwright_page"
+PLAYWRIGHT_PAGE_INIT_CALLBACK = "playwright_page_init_callback"
 """scrapy-playwright leaves a page open when asked to include it, and puts it in the request's
-meta: crawl/handlers/chromium.py asks, for every page the crawl renders, and closes the page itself
-(bounded) as the download ends; a spider that asked for a page keeps it."""
+meta; it calls the init callback with each page it opens for the request. crawl/handlers/chromium.py
+uses both for every page the crawl renders (the render bounded from its page's opening, the page
+closed, bounded, as the download ends) and takes them out of the meta again; a spider that asked
+for a page keeps it, and its own init callback still runs."""
 
 CONNECTION_REFUSALS = "searchcrawl/connection_refusals"
 """Not a meta key: the crawl's stat of URLs whose TLS handshake or proxy failed (statuses 937,

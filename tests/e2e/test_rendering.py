@@ -202,3 +202,27 @@ def test_pages_that_refresh_themselves_as_they_are_closed_end_the_crawl(project,
             assert row is not None and row["status"] is not None, (page, row)
     assert re.search(r"'searchcrawl/rendered_pages/closed': \d+", result.stderr)  # closed by the bounded close
     assert site.url + "index.html" in {doc["url"] for doc in solr_docs(solr, name)}
+
+
+def test_a_page_that_hangs_after_it_loaded_times_out(project, serve, tmp_path, solr) -> None:
+    """A script that loops forever just after the load event: Playwright's page.content() (run
+    in the page) never answers, and nothing in scrapy-playwright bounds it; the render as a whole
+    is bounded (status 930) and the crawl goes on."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text(
+        '<html><head><title>home</title></head><body><p>home page text</p><a href="busy.html">busy</a> '
+        '<a href="ok.html">ok</a></body></html>'
+    )
+    (root / "busy.html").write_text(
+        "<html><head><title>busy</title></head><body><p>x</p>"
+        "<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0))</script></body></html>"
+    )
+    (root / "ok.html").write_text("<html><head><title>ok</title></head><body><p>rendered fine</p></body></html>")
+    site = serve(root)
+    name = f"busy-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nrender_js = true\nrender_timeout = 3.0\n')
+    result = project.scrapy("crawl", name, "-s", "RETRY_TIMES=0", timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert project.table().get(name, site.url + "busy.html")["status"] == 930
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "ok.html"}
