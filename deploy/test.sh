@@ -19,7 +19,10 @@ export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 # Three workers (pytest-xdist): the end-to-end crawls mostly wait on subprocesses, servers and
 # Solr, so three at once use the 2 cores better than one. Four were faster in two pairs of runs
 # (9 min 25 s and 10 min 21 s against 10 min 39 s and 11 min 42 s) but not in CI (11 min 4 s),
-# and the fleet's politeness test, whose tolerances were measured with three, failed under four. --dist loadgroup hands out one test at a
+# and the fleet's politeness test, whose tolerances were measured with three, failed under four.
+# Measured again on 2026-11-29 with 4,907 tests, clean clones one after the other on the quiet
+# machine: three workers 17 min 44 s, four 18 min 49 s, the 2 cores 95 % busy throughout the
+# four's run (/proc/stat): the suite is CPU-bound here, and a fourth worker only adds contention. --dist loadgroup hands out one test at a
 # time (the default sends each worker a quarter of its share at once, so one worker got every long
 # crawl), and keeps the tests marked xdist_group("...") on one worker, which starts their JVM or
 # server once (tests/conftest.py: GROUPED_E2E, the Samba domain's four files among them).
