@@ -60,7 +60,7 @@ class RenderedPage(Protocol):
 
 async def close_rendered_page(page: RenderedPage, wait: float = CLOSE_WAIT, requests: int = CLOSE_REQUESTS) -> str:
     """Closes ``page`` in a bounded time, whatever the page does; says how: "closed", "closed_again"
-    (a later request closed it) or "context_closed". Never raises for the page's sake (Playwright's
+    (a later request closed it), "context_closed" or "stuck" (still open). Never raises for the page's sake (Playwright's
     errors and timeouts are the steps' outcomes; a cancellation still goes through)."""
     if page.is_closed():
         return "closed"
