@@ -138,7 +138,13 @@ def _command(request: dict[str, Any], fds: list[int]) -> None:
 
 
 def _watch(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    """In the watcher: fork the command, answer its pid, then its exit status."""
+    """In the watcher: fork the command, answer its pid, then its exit status; reap it only once
+    the client has closed the connection (it has read the status, or it is gone). Until then the
+    ended command is a zombie whose pid no other process can take: the client signals the pid only
+    while it has not read the status (``ForkedScrapy.send_signal``), so a signal sent after the
+    command ended never reaches another process. Reaped at once, a pid was free for reuse, and
+    Linux's 32768 pids wrap within minutes of the suite: a test's SIGKILL to a crawl that had
+    just ended could reach another worker's `scrapy web`."""
     pid = os.fork()
     if pid == 0:
         connection.close()
@@ -146,9 +152,13 @@ def _watch(connection: socket.socket, request: dict[str, Any], fds: list[int]) -
     for fd in fds:
         os.close(fd)
     connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _pid, status = os.waitpid(pid, 0)
+    ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # not reaped: the pid stays its own
+    status = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
     with contextlib.suppress(OSError):
-        connection.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+        connection.sendall(json.dumps({"status": status}).encode() + b"\n")
+        while connection.recv(4096):  # until the client closes
+            pass
+    os.waitpid(pid, 0)
     os._exit(0)
 
 
@@ -240,7 +250,9 @@ class ForkedScrapy:
         return (output[0] if output else None), None
 
     def send_signal(self, signum: int) -> None:
-        if self.returncode is None:
+        """``signum`` to the command unless it is known to have ended: until its status is read
+        the watcher has not reaped it, so the pid is still its own (subprocess.Popen polls first too)."""
+        if self.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signum)
 

@@ -9,6 +9,7 @@ Solr documents, one URL: one hit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import os
 import re
@@ -147,6 +148,23 @@ def web_served(project: Project, *args: str, **environ: str) -> Iterator[str]:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+
+
+def kill_crawl(pid: int | None, source: str) -> None:
+    """SIGKILL the crawl of ``source`` that `scrapy web` started as ``pid`` (its run's record), if
+    that process still runs it: a failed test's cleanup. The pid alone is not enough: the web
+    application reaps an ended crawl, and with Linux's 32768 pids another worker's process can
+    hold it seconds later (a `scrapy web` of another test was killed so). Tests name their sources
+    uniquely."""
+    if not pid:
+        return
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:  # gone
+        return
+    if "crawl" in argv and source in argv:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def browser_login(page: Any, base: str) -> None:

@@ -7,9 +7,7 @@ come (a style the policy refused, a script, an error)."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import uuid
 from pathlib import Path
 
@@ -19,12 +17,11 @@ from playwright.sync_api import Browser, ConsoleMessage, Page
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
-from searchcrawl.system.processes import process_alive
 from searchcrawl.web.app import SECURITY_HEADERS
 from tests.conftest import wait_for
 from tests.e2e.test_web_browser import CHROMIUM, browser, web  # noqa: F401 - the module's browser and server
 from tests.sites import build_intranet
-from tests.web_site import PASSWORD
+from tests.web_site import PASSWORD, kill_crawl
 
 REFUSED = '<!DOCTYPE html><p style="color: red">styled</p><svg><rect style="fill: red" width="9" height="9"/></svg>'
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
@@ -122,8 +119,7 @@ def test_a_crawl_s_progress_and_its_source_s_runs_are_charted_with_no_csp_violat
         page.screenshot(path=tmp_path / "source.png", full_page=True)
     finally:
         run = runs.latest(name)
-        if run and run["pid"] and process_alive(run["pid"]):
-            os.kill(run["pid"], signal.SIGKILL)
+        kill_crawl(run and run["pid"], name)
         database.close()
     assert seen == []
     # the listener hears a violation: a page under the same policy with an inline style

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from searchcrawl.store.runs import Runs
 from searchcrawl.system.processes import process_alive
 from tests.conftest import Project, wait_for
 from tests.sites import build_intranet
-from tests.web_site import PASSWORD, SCRIPT_TITLE, browser_login, web_served
+from tests.web_site import PASSWORD, SCRIPT_TITLE, browser_login, kill_crawl, web_served
 
 CHROMIUM = Path(os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium"))
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
@@ -185,8 +184,7 @@ def test_admin_starts_watches_and_suspends_a_crawl(web, browser: Browser, tmp_pa
             assert queued, "suspended before the end: URLs still wait"
         finally:
             run = runs.latest(name)
-            if run and run["pid"] and process_alive(run["pid"]):
-                os.kill(run["pid"], signal.SIGKILL)
+            kill_crawl(run and run["pid"], name)
     finally:
         database.close()
     assert seen == []
