@@ -146,8 +146,12 @@ def web_served(project: Project, *args: str, **environ: str) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        ended = process.poll()  # before it was told to stop: a crash, or a signal from elsewhere
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+        if ended is not None:  # raised over a test's own failure too, which it then explains
+            log = (project.data_dir.parent / f"web-{port}.log").read_text(errors="replace")
+            raise AssertionError(f"scrapy web ended (status {ended}) before the test stopped it; its log ends:\n{log[-3000:]}")
 
 
 def kill_crawl(pid: int | None, source: str) -> None:
