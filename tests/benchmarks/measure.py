@@ -171,11 +171,17 @@ def crawl_database(env: Mapping[str, str]) -> Iterator[Database]:
 
 def last_run_counters(env: Mapping[str, str], source: str) -> dict[str, Any]:
     """The counters of ``source``'s last run (store/runs.py), read from the document table a crawl
-    with ``env`` used."""
+    with ``env`` used; {} from a table of another schema revision (an older commit's crawl in the
+    ledger, page_costs.py): this code may not migrate it, nor read its counters (the ledger
+    failed so on its first older crawl once each crawl's anchor count was read)."""
+    from searchcrawl.store.database import SchemaOutdated
     from searchcrawl.store.runs import Runs, counters_of
 
-    with crawl_database(env) as database:
-        last = Runs(database).recent(source, limit=1)
+    try:
+        with crawl_database(env) as database:
+            last = Runs(database).recent(source, limit=1)
+    except SchemaOutdated:
+        return {}
     return counters_of(last[0]) if last else {}
 
 

@@ -5,7 +5,9 @@ the order pages were pushed in (the Sphinx site's first crawl made 254 Solr adds
 
 from __future__ import annotations
 
-from tests.benchmarks.measure import anchors_logged, apart_from_anchors
+import sqlite3
+
+from tests.benchmarks.measure import anchors_logged, apart_from_anchors, last_run_counters
 
 
 def test_a_phases_solr_updates_are_its_documents_and_its_anchor_fields_apart() -> None:
@@ -24,3 +26,21 @@ def test_the_anchor_fields_of_every_process_of_a_crawl_are_read_from_its_log(tmp
     log.write_text(dump.format(3) + "1.5 [x] INFO: a line\n" + dump.format(0), encoding="utf-8")
     assert anchors_logged(log) == 3
     assert anchors_logged(tmp_path / "none.log") == 0
+
+
+def test_an_older_commits_document_table_has_no_counters_this_code_reads(tmp_path) -> None:
+    """The ledger (page_costs.py) crawls with an older commit's code, whose table is at an older
+    schema revision: its run counters are none this code reads, and the table is left as it is
+    (the ledger stopped at its first older crawl, SchemaOutdated)."""
+    from sqlalchemy import text
+
+    from searchcrawl.store import Database
+
+    path = tmp_path / "documents.sqlite3"
+    database = Database(f"sqlite:///{path}")
+    with database.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0011'"))
+    database.close()
+    assert last_run_counters({"SEARCHCRAWL_DATA_DIR": str(tmp_path)}, "site") == {}
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0011",)
