@@ -25,6 +25,12 @@ its children, peak RSS) and from the server (requests per second in nginx's acce
        (tests/benchmarks/stages.py); its time and CPU include py-spy's and are not compared
     n  the full pipeline again (a data folder of its own) as one crawl of --processes N local
        processes (default 2; source key ``processes``), over the SQLite document table
+    w  a warm-up: the full pipeline once (a data folder of its own), reported, never compared,
+       so that the Solr has compiled its hot code before the phases that are: a Solr the
+       benchmark has just started spends 2-4 times its usual CPU on the first crawl into it (its
+       JIT compilers), and the first searchcrawl phase after it paid for that (the long Nutch
+       site: Solr 28-39 s against 8-15 s; tests/benchmarks/README.md). "--phases wabn" measures
+       b and n alike
 
 Every phase runs from compiled modules (searchcrawl's compiled first, in its __pycache__ folders),
 as an installed searchcrawl does: under PYTHONDONTWRITEBYTECODE each crawler process would compile
@@ -86,6 +92,7 @@ from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT, not_found_probe
 
 PHASES = {
+    "w": "warm-up, full pipeline (not compared)",
     "a": "bare Scrapy (baseline)",
     "b": "searchcrawl, full pipeline",
     "a2": "bare Scrapy, after b",
@@ -237,6 +244,15 @@ class Bench:
             forget_source(self.solr_url, self.source)
         return self.measure(label, self.crawl_command, self.root, self.env)
 
+    def warm_up(self) -> dict[str, Any]:
+        """Phase w: the full pipeline once, from a data folder of its own, its documents gone from
+        Solr after it (each measured phase starts as it would have without it)."""
+        env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "warm-up-data"))
+        forget_source(self.solr_url, self.source)
+        result = self.measure("w", self.crawl_command, self.root, env)
+        forget_source(self.solr_url, self.source)
+        return result
+
     def processes(self, count: int) -> dict[str, Any]:
         """Phase n: the full pipeline again, from an empty data folder, as one crawl of ``count``
         local processes (source key ``processes``; the SQLite document table shared)."""
@@ -355,6 +371,8 @@ class Bench:
                 results["e"] = self.push()
             elif label == "n":
                 results["n"] = self.processes(processes)
+            elif label == "w":
+                results["w"] = self.warm_up()
             elif label == "d":
                 results["changed_pages"] = self.site.change()
                 results["d"] = self.crawl("d")
