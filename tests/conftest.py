@@ -137,8 +137,16 @@ def wait_for(condition, timeout: float = 120, what: str = "condition") -> None: 
 
 
 def children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
-    return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
+    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children); a thread that
+    ended between the listing and the read has none (a CI dry run read a thread's file after the
+    thread had gone: FileNotFoundError)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.extend(int(each) for each in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
 
 
 def corpus(name: str) -> Path:
