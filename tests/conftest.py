@@ -137,14 +137,19 @@ def wait_for(condition, timeout: float = 120, what: str = "condition") -> None: 
 
 
 def children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children); a thread that
+    """The processes ``pid`` started, by any of its threads (Linux: /proc/<pid>/task/<tid>/children;
+    a JVM forks from a thread other than its main one); none when ``pid`` is gone. A thread that
     ended between the listing and the read has none (a CI dry run read a thread's file after the
     thread had gone: FileNotFoundError)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
         try:
             found.extend(int(each) for each in (task / "children").read_text().split())
-        except (FileNotFoundError, ProcessLookupError):
+        except OSError:  # the thread ended meanwhile (FileNotFoundError, ProcessLookupError)
             continue
     return found
 

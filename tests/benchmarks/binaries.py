@@ -59,7 +59,6 @@ from searchcrawl.dev.tika_runner import DevTika
 from tests.benchmarks.cores import solr_for
 from tests.benchmarks.measure import (
     as_installed,
-    children_of,
     compile_searchcrawl,
     process_tree_cpu,
     python_path,
@@ -68,7 +67,7 @@ from tests.benchmarks.measure import (
     write_results,
 )
 from tests.benchmarks.synthetic import Nginx, nginx
-from tests.conftest import CORPORA, ROOT, unpack
+from tests.conftest import CORPORA, ROOT, children, unpack
 
 CORPUS = CORPORA / "textract-tests.tar.xz"
 FORMATS = ("pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf", "epub")
@@ -89,7 +88,7 @@ def pin(pid: int, cores: set[int]) -> None:
             for task in Path(f"/proc/{current}/task").iterdir():
                 with contextlib.suppress(OSError):  # the thread ended meanwhile
                     os.sched_setaffinity(int(task.name), cores)
-        pending += children_of(current)
+        pending += children(current)
 
 
 def distinct_copy(data: bytes, kind: str, number: int) -> bytes:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchcrawl.crawl.run import ANCHORS_STAT
+from tests.conftest import children
 
 if TYPE_CHECKING:
     from searchcrawl.store import Database
@@ -102,7 +103,7 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
                 except subprocess.TimeoutExpired:
                     if stop_file is not None and not interrupted and stop_file.exists():
                         interrupted = True
-                        for child in children_of(process.pid):  # the runner waits for its child and reports its rusage
+                        for child in children(process.pid):  # the runner waits for its child and reports its rusage
                             os.kill(child, signal.SIGINT)
         except BaseException:  # the benchmark itself stopped (Ctrl-C, SIGTERM): so does what it measured
             for child in descendants_of(process.pid):  # a profiler's crawl too, below py-spy
@@ -121,26 +122,11 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
 def descendants_of(pid: int) -> list[int]:
     """The children of ``pid``, theirs, and so on (outermost first)."""
     found: list[int] = []
-    pending = children_of(pid)
+    pending = children(pid)
     while pending:
         child = pending.pop(0)
         found.append(child)
-        pending += children_of(child)
-    return found
-
-
-def children_of(pid: int) -> list[int]:
-    """The children of every thread of ``pid`` (a JVM forks from a thread other than its main one)."""
-    found = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return []
-    for task in tasks:
-        try:
-            found += [int(child) for child in (task / "children").read_text().split()]
-        except OSError:  # the thread ended meanwhile
-            continue
+        pending += children(child)
     return found
 
 
@@ -264,7 +250,7 @@ def process_tree_cpu(pid: int, reaped: bool = False) -> float:
             total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text(), reaped)
         except OSError:  # ended meanwhile
             continue
-        pending += children_of(current)
+        pending += children(current)
     return total
 
 
