@@ -50,7 +50,12 @@ NOT_COUNTED_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 XHTML = "{http://www.w3.org/1999/xhtml}"
 ANCHOR_TAGS = ("a", "area", XHTML + "a", XHTML + "area")
-_EXCLUDED_LINKS = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]/descendant-or-self::*[self::a or self::area]")
+# The elements a site marks to exclude, the outermost of them below the root (the root's
+# ancestors are no part of the page read): their links are a page's excluded ones. One XPath of
+# every marked element's links had libxml2 merge each one's node set into the others': a page of
+# marks inside marks took quadratic time (32,000 of them, 20 s of the crawl's thread; issue 102)
+_MARKED = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}][count(ancestor::*[@{EXCLUDE_ATTRIBUTE}]) = $above]")
+_MARKED_ABOVE = etree.XPath(f"count(ancestor-or-self::*[@{EXCLUDE_ATTRIBUTE}])")
 
 Anchor = tuple[str, str]  # (the target's canonical URL, the link's words)
 
@@ -90,12 +95,22 @@ def counted_link(element: Any) -> str | None:
     return str(href)
 
 
+def excluded_links(root: Any) -> set[Any]:
+    """The links (``a`` and ``area``) inside the elements below ``root`` that its site marks to
+    exclude (``data-searchcrawl-exclude``), the marked ones themselves too: each outermost mark's
+    links, read once."""
+    excluded: set[Any] = set()
+    for marked in _MARKED(root, above=_MARKED_ABOVE(root)):
+        excluded.update(marked.iter("a", "area"))
+    return excluded
+
+
 def page_anchors(root: Any, page_url: str, target: Callable[[str], str | None]) -> tuple[Anchor, ...]:
     """The anchors of the page at ``page_url`` (its parsed tree ``root``), in document order,
     bounded (the module's docstring). ``target`` gives the canonical URL a link's ``href`` names
     as the document table keys it (resolved against the page, rewritten as the crawl rewrites
     links), or None."""
-    excluded = set(_EXCLUDED_LINKS(root))  # libxml2's XPath: no element of the page made a Python object
+    excluded = excluded_links(root)
     found: dict[Anchor, None] = {}
     texts_of: dict[str, set[str]] = {}
     for read, element in enumerate(root.iter(*ANCHOR_TAGS)):
