@@ -183,9 +183,11 @@ DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     ),
     SoftErrorMarker(
         kind="challenge",
-        # one pass over the tree (as CSS, each class and id would be a pass of its own)
-        css="xpath://*[@id='challenge-form' or @id='px-captcha' or @id='cf-challenge-running'"
-        " or contains(@class, 'g-recaptcha') or contains(@class, 'h-captcha') or contains(@class, 'cf-turnstile')]",
+        # one pass over the tree's ids and one over its classes (as CSS, each class and id would
+        # be a pass of its own); by their attributes, not every element's predicate: the same
+        # elements, in 0.44 of the time on the Nutch Javadoc (issue 102)
+        css="xpath://@id[.='challenge-form' or .='px-captcha' or .='cf-challenge-running']/.."
+        " | //@class[contains(., 'g-recaptcha') or contains(., 'h-captcha') or contains(., 'cf-turnstile')]/..",
         max_text=600,  # a challenge says little; a short page of a large tree (a big menu) is spared the search
     ),
     SoftErrorMarker(

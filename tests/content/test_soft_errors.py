@@ -13,6 +13,7 @@ from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.extract import body_of, visible_text
 from searchcrawl.content.regions import ContentRegions
 from searchcrawl.content.soft_errors import (
+    DEFAULT_MARKERS,
     MAX_SHINGLE_WORDS,
     SHINGLE,
     NotFoundPage,
@@ -52,6 +53,36 @@ def page(text: str, url: str = "https://intranet.example/policies/travel.html", 
 
 def rules(**table: object) -> SoftErrors:
     return SoftErrors(SoftErrorsTable.model_validate(table))
+
+
+# The challenge marker's elements as its first expression found them (a predicate on every
+# element): the oracle of the one shipped (issue 102: by the ids' and classes' attributes)
+CHALLENGE_ELEMENTS = (
+    "//*[@id='challenge-form' or @id='px-captcha' or @id='cf-challenge-running'"
+    " or contains(@class, 'g-recaptcha') or contains(@class, 'h-captcha') or contains(@class, 'cf-turnstile')]"
+)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_challenge_markers_expression_finds_the_elements_of_its_first(seed: int) -> None:
+    """Random pages of the challenges' ids and classes, whole, inside others, on the root, on
+    several elements, or near misses (``challenge-form-x``, ``ID``): the shipped expression selects
+    exactly the first expression's elements, in the same order."""
+    shipped = next(m.css for m in DEFAULT_MARKERS if m.css and "challenge-form" in m.css).removeprefix("xpath:")
+    rng = random.Random(seed)
+    values = ["challenge-form", "px-captcha", "cf-challenge-running", "challenge-form-x", "CHALLENGE-FORM", "main"]
+    classes = ["g-recaptcha", "h-captcha", "cf-turnstile", "x g-recaptcha-box", "recaptcha", "nav"]
+    parts = []
+    for _ in range(rng.randint(0, 12)):
+        attributes = ""
+        if rng.random() < 0.5:
+            attributes += f' id="{rng.choice(values)}"'
+        if rng.random() < 0.5:
+            attributes += f' class="{rng.choice(classes)} {rng.choice(classes)}"'
+        parts.append(f"<div{attributes}><span{attributes if rng.random() < 0.3 else ''}>t</span></div>")
+    root_class = f' class="{rng.choice(classes)}"' if rng.random() < 0.3 else ""
+    root = html.fromstring(f"<html{root_class}><body>{''.join(parts)}</body></html>")
+    assert root.xpath(shipped) == root.xpath(CHALLENGE_ELEMENTS)  # 0 to 9 elements over the seeds
 
 
 def test_an_article_is_no_soft_error_though_its_menu_links_a_login() -> None:
