@@ -292,6 +292,11 @@ def test_the_walk_finds_what_the_xpaths_found(tree):
     expressions = [etree.XPath(x) for x in (MARKED_XPATH, LANDMARKS_XPATH, LINK_LISTS_XPATH)]
     assert list(_walked(body, landmarks=True, link_lists=True)) == [found(body) for found in expressions], etree.tostring(body)
     assert _walked(body, landmarks=False, link_lists=False) == (expressions[0](body), [], [])
+    # without link lists (a page that is not indexed) the candidates come from XPath: the same
+    assert _walked(body, landmarks=True, link_lists=False) == (expressions[0](body), expressions[1](body), [])
+    for inner in body.iter("section", "article", "main"):  # a sectioning element read as the body
+        walked = _walked(inner, landmarks=True, link_lists=True)
+        assert _walked(inner, landmarks=True, link_lists=False) == (walked.marked, walked.landmarks, [])
     # the text and prose from one read are those of two reads, and the page is left as it was
     marked, landmarks, link_lists = _walked(body, landmarks=True, link_lists=True)
     page = etree.tostring(body)
