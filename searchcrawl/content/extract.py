@@ -156,9 +156,8 @@ def html_attributes(
     title = _clean(title_element.text_content() if title_element is not None else None) or first(META_ATTRIBUTES["title"])
     language = _clean(root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang"))
     language = language or first(META_ATTRIBUTES["language"]) or _clean(headers.get("content-language"))
-    subjects: list[str] = []
-    for name in META_ATTRIBUTES["subject"]:
-        subjects.extend(s for s in split_keywords(tags.get(name)) if s not in subjects)
+    # each keyword once, in the order given (a list's ``in`` made 16,000 keywords take a second)
+    subjects = list(dict.fromkeys(s for name in META_ATTRIBUTES["subject"] for s in split_keywords(tags.get(name))))
     body = body_of(root)
     return {
         "title": title,
