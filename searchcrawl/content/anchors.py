@@ -37,7 +37,7 @@ from lxml import etree
 from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, LEVEL_FIELDS, OVERRIDING_FIELD, Access, AccessError
 from searchcrawl.content.clean_text import clean_text
 from searchcrawl.content.extract import visible_text
-from searchcrawl.content.regions import EXCLUDE_ATTRIBUTE
+from searchcrawl.content.regions import EXCLUDE_ATTRIBUTE, outer_elements
 
 ANCHOR_FIELD = "anchor"  # the Solr field (solr/configset/conf/schema.xml)
 MAX_ANCHOR_CHARS = 200  # of one link's words
@@ -50,12 +50,12 @@ NOT_COUNTED_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 XHTML = "{http://www.w3.org/1999/xhtml}"
 ANCHOR_TAGS = ("a", "area", XHTML + "a", XHTML + "area")
-# The elements a site marks to exclude, the outermost of them below the root (the root's
-# ancestors are no part of the page read): their links are a page's excluded ones. One XPath of
-# every marked element's links had libxml2 merge each one's node set into the others': a page of
-# marks inside marks took quadratic time (32,000 of them, 20 s of the crawl's thread; issue 102)
-_MARKED = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}][count(ancestor::*[@{EXCLUDE_ATTRIBUTE}]) = $above]")
-_MARKED_ABOVE = etree.XPath(f"count(ancestor-or-self::*[@{EXCLUDE_ATTRIBUTE}])")
+# The elements a site marks to exclude below the root, in the page's order (their outermost:
+# regions.outer_elements). One XPath of every marked element's links had libxml2 merge each one's
+# node set into the others': a page of marks inside marks took quadratic time (32,000 of them,
+# 20 s of the crawl's thread; issue 102); an ancestor count for each mark, time as the marks
+# times the depth
+_MARKED = etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]")
 
 Anchor = tuple[str, str]  # (the target's canonical URL, the link's words)
 
@@ -100,7 +100,7 @@ def excluded_links(root: Any) -> set[Any]:
     exclude (``data-searchcrawl-exclude``), the marked ones themselves too: each outermost mark's
     links, read once."""
     excluded: set[Any] = set()
-    for marked in _MARKED(root, above=_MARKED_ABOVE(root)):
+    for marked in outer_elements(_MARKED(root), within=root):
         excluded.update(marked.iter("a", "area"))
     return excluded
 

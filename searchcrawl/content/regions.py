@@ -464,9 +464,37 @@ def _element(element: Any, width: int = 40) -> str:
 
 def _outer(elements: list[Any]) -> list[Any]:
     """The elements none of whose ancestors is among them (each once)."""
+    return outer_elements(elements)
+
+
+def outer_elements(elements: Sequence[Any], within: Any = None) -> list[Any]:
+    """The ``elements`` none of whose ancestors is among them, each once, in their order; with
+    ``within``, only its descendants count as ancestors (it and those above it are no part of
+    what is read). Each ancestor is looked at once for all of them, what is known of it kept (it
+    or one above it is among them): reading every element's ancestors took time as the elements
+    times the depth, and a page of 16,000 landmarks 2,000 elements deep took 9 s (issue 102)."""
     chosen = set(elements)
-    unique = dict.fromkeys(element for element in elements if not any(a in chosen for a in element.iterancestors()))
-    return list(unique)
+    covered: dict[Any, bool] = {} if within is None else {within: False}
+    found: dict[Any, None] = {}
+    for element in elements:
+        path: list[Any] = []
+        node = element.getparent()
+        inside = False
+        while node is not None:
+            known = covered.get(node)
+            if known is not None:
+                inside = known
+                break
+            if node in chosen:
+                inside = True
+                break
+            path.append(node)
+            node = node.getparent()
+        for passed in path:
+            covered[passed] = inside
+        if not inside:
+            found[element] = None
+    return list(found)
 
 
 def _outermost(elements: list[Any]) -> list[Any]:

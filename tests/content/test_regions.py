@@ -11,7 +11,14 @@ from pydantic import ValidationError
 from searchcrawl.commands.explain import excerpt, region_lines, regions_lines
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.extract import html_attributes, visible_text
-from searchcrawl.content.regions import ContentRegions, RegionsTable, _text_and_prose, _text_without, _walked
+from searchcrawl.content.regions import (
+    ContentRegions,
+    RegionsTable,
+    _text_and_prose,
+    _text_without,
+    _walked,
+    outer_elements,
+)
 
 PAGE = """<html><head><title>Travel policy</title></head><body>
 <header><a href="/">Home</a> <a href="/news">News</a></header>
@@ -322,3 +329,54 @@ def test_a_page_of_many_landmarks_read_without_link_lists_takes_linear_time() ->
     body = html.fromstring(f"<html><body>{unit * 16_000}</body></html>").find("body")
     marked, landmarks, lists = _walked(body, landmarks=True, link_lists=False)
     assert (len(marked), len(landmarks), lists) == (16_000, 64_000, [])
+
+
+class _Counted:
+    """A tree node that counts the steps taken up from any node (lxml's ``getparent`` and
+    ``iterancestors``, the two ways up)."""
+
+    steps = 0
+
+    def __init__(self, parent: _Counted | None) -> None:
+        self.parent = parent
+
+    def getparent(self) -> _Counted | None:
+        _Counted.steps += 1
+        return self.parent
+
+    def iterancestors(self):
+        node = self.parent
+        while node is not None:
+            _Counted.steps += 1
+            yield node
+            node = node.parent
+
+
+def test_the_outermost_of_many_elements_deep_in_a_page_take_a_step_up_each() -> None:
+    """4,000 elements under 2,000 nested ones (a crawl's parser, huge_tree, goes 2,048 deep): the
+    ancestors of each were read for each (8 million steps up; 8,000 landmarks there took 1 s of
+    the crawl's thread, a 10 MB page minutes). Each ancestor is read once for all of them now."""
+    chain = [_Counted(None)]
+    for _ in range(2_000):
+        chain.append(_Counted(chain[-1]))
+    leaves = [_Counted(chain[-1]) for _ in range(4_000)]
+    _Counted.steps = 0
+    assert outer_elements(leaves) == leaves
+    assert _Counted.steps <= 2 * (len(chain) + len(leaves))
+    _Counted.steps = 0
+    assert outer_elements([chain[5], *leaves]) == [chain[5]]
+    assert _Counted.steps <= 2 * (len(chain) + len(leaves))
+
+
+def test_the_outermost_elements_of_a_deep_page() -> None:
+    """On a real tree 2,000 deep: none inside another, one above them all, and ``within``."""
+    page = "<html><body>" + "<div>" * 2_000 + "<nav>x</nav>" * 2_000 + "</div>" * 2_000 + "</body></html>"
+    body = etree.fromstring(page, etree.HTMLParser(huge_tree=True)).find("body")
+    navs = list(body.iter("nav"))
+    assert len(navs) == 2_000 and len(list(navs[0].iterancestors())) > 2_000
+    assert outer_elements(navs) == navs
+    divs = list(body.iter("div"))
+    assert outer_elements([*navs, divs[3], divs[9]]) == [divs[3]]
+    assert outer_elements([*navs, divs[9]], within=divs[3]) == [divs[9]]
+    assert outer_elements([divs[3], *navs], within=divs[3]) == [divs[3], *navs]  # ``within`` is no ancestor
+    assert outer_elements(navs, within=divs[-1]) == navs
