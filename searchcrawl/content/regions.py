@@ -424,12 +424,23 @@ def _decisions(
     regions += [(False, element) for element in dropped]
     order = {element: number for number, element in enumerate(body.getroottree().iter())}
     regions.sort(key=lambda region: order.get(region[1], 0))
+    # each kept region's text less what is dropped (``_text_without``'s), the dropped swapped out
+    # once for all of them: once for each took the kept times the dropped (4,000 of each: 35 s)
+    kept_texts: dict[Any, str] = {}
+    swapped: list[tuple[Any, Any]] = []
+    try:
+        _swap_out(_outer(dropped), swapped)
+        for kept, element in regions:
+            if kept:
+                kept_texts[element] = joined_text(_TEXT_NODES(element))
+    finally:
+        _put_back(swapped)
     return tuple(
         RegionDecision(
             kept,
             tuple(dict.fromkeys(reasons[kept, element])),
             _element(element),
-            _text_without(body, [element], dropped) if kept else visible_text(element),
+            kept_texts[element] if kept else visible_text(element),
         )
         for kept, element in regions
     )
