@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -140,17 +140,16 @@ def _candidates(body: Any, landmarks: bool) -> _Walked:
     same order (tests/content/test_regions.py holds them to the walk's): the candidates found by
     XPath, each then decided as the walk decides it (a banner's sectioning ancestors are the
     walk's count of them)."""
-    marked: list[Any] = []
-    found_landmarks: list[Any] = []
-    for element in (_LANDMARK_CANDIDATES if landmarks else _MARKED_CANDIDATES)(body):
-        if element.get(EXCLUDE_ATTRIBUTE) is not None or element.get(INCLUDE_ATTRIBUTE) is not None:
-            marked.append(element)
-        if landmarks:
-            tag = element.tag
-            # the body itself is no region: a sectioning body counts for the walk only above it
-            sectioned = tag in _BANNER_TAGS and any(a is not body for a in element.iterancestors(*_SECTIONING))
-            if _landmark(element, tag, int(sectioned)):
-                found_landmarks.append(element)
+    candidates = (_LANDMARK_CANDIDATES if landmarks else _MARKED_CANDIDATES)(body)
+    marked = [e for e in candidates if e.get(EXCLUDE_ATTRIBUTE) is not None or e.get(INCLUDE_ATTRIBUTE) is not None]
+    if not landmarks:
+        return _Walked(marked, [], [])
+    # a banner inside a sectioning element is none (the walk's count of them); the body itself is
+    # no region: a sectioning body counts only for what is above it
+    banners = [element for element in candidates if element.tag in _BANNER_TAGS]
+    above = next(body.iterancestors(*_SECTIONING), None) is not None
+    sectioned = dict(zip(banners, _inside(banners, lambda node: node.tag in _SECTIONING, {body: above}), strict=True))
+    found_landmarks = [element for element in candidates if _landmark(element, element.tag, sectioned.get(element, False))]
     return _Walked(marked, found_landmarks, [])
 
 
@@ -481,31 +480,37 @@ def _outer(elements: list[Any]) -> list[Any]:
 def outer_elements(elements: Sequence[Any], within: Any = None) -> list[Any]:
     """The ``elements`` none of whose ancestors is among them, each once, in their order; with
     ``within``, only its descendants count as ancestors (it and those above it are no part of
-    what is read). Each ancestor is looked at once for all of them, what is known of it kept (it
-    or one above it is among them): reading every element's ancestors took time as the elements
-    times the depth, and a page of 16,000 landmarks 2,000 elements deep took 9 s (issue 102)."""
+    what is read)."""
     chosen = set(elements)
-    covered: dict[Any, bool] = {} if within is None else {within: False}
-    found: dict[Any, None] = {}
+    inside = _inside(elements, chosen.__contains__, {} if within is None else {within: False})
+    return list(dict.fromkeys(element for element, covered in zip(elements, inside, strict=True) if not covered))
+
+
+def _inside(elements: Sequence[Any], chosen: Callable[[Any], bool], known: dict[Any, bool]) -> list[bool]:
+    """For each of ``elements``, whether one of its ancestors is ``chosen``; ``known``: what is
+    known of some ancestors already (whether they or one above them is chosen), where the walk
+    up stops, kept and added to. Each ancestor is looked at once for all of them: reading every
+    element's ancestors took time as the elements times the depth, and a page of 16,000 landmarks
+    2,000 elements deep took 9 s (a hostile-input review, issue 102)."""
+    found: list[bool] = []
     for element in elements:
         path: list[Any] = []
         node = element.getparent()
         inside = False
         while node is not None:
-            known = covered.get(node)
-            if known is not None:
-                inside = known
+            seen = known.get(node)
+            if seen is not None:
+                inside = seen
                 break
-            if node in chosen:
+            if chosen(node):
                 inside = True
                 break
             path.append(node)
             node = node.getparent()
         for passed in path:
-            covered[passed] = inside
-        if not inside:
-            found[element] = None
-    return list(found)
+            known[passed] = inside
+        found.append(inside)
+    return found
 
 
 def _outermost(elements: list[Any]) -> list[Any]:
