@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import islice
 from typing import Any
 
 from lxml import etree
 
 from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, LEVEL_FIELDS, OVERRIDING_FIELD, Access, AccessError
 from searchcrawl.content.clean_text import clean_text
-from searchcrawl.content.extract import visible_text
+from searchcrawl.content.extract import holds_another, visible_text
 from searchcrawl.content.regions import EXCLUDE_ATTRIBUTE, outer_elements
 
 ANCHOR_FIELD = "anchor"  # the Solr field (solr/configset/conf/schema.xml)
@@ -67,7 +66,7 @@ def anchor_text(element: Any) -> str:
     if element.tag not in ("a", XHTML + "a"):
         parts = []
     elif len(element):  # words in elements of its own: joined as a reader sees them
-        if next(islice(element.iter(*ANCHOR_TAGS), 1, None), None) is not None:
+        if holds_another(element, ANCHOR_TAGS):
             # A link with a link inside it (no HTML allows one; libxml2 nests them as written)
             # gives no words of its own: its inner links do. Read whole, each of n nested links
             # read all those inside it again (500 of them around 8,000 words: 44 s; issue 102)

@@ -175,6 +175,12 @@ MAX_HEADINGS, MAX_HEADING_CHARS = 200, 200
 HEADINGS = ("h1", "h2", "h3")
 
 
+def holds_another(element: Any, tags: tuple[str, ...]) -> bool:
+    """Whether ``element`` has one of ``tags`` inside it (itself aside): a heading in a heading, a
+    link in a link, which no HTML allows and libxml2 nests as written; read up to the first."""
+    return next(islice(element.iter(*tags), 1, None), None) is not None
+
+
 def outline(body: Any) -> list[str]:
     """The page's headings (h1-h3, in order, at most MAX_HEADINGS of MAX_HEADING_CHARS each):
     where its passages begin (semantic/passages.py), stored with the document, never searched."""
@@ -185,7 +191,7 @@ def outline(body: Any) -> list[str]:
     # its inner ones are. Read whole, each of n nested headings read all those inside it again,
     # and a page of 2,000 blank ones took 21 s (a hostile-input review, issue 102).
     for element in body.iter(*HEADINGS):
-        if element is body or next(islice(element.iter(*HEADINGS), 1, None), None) is not None:
+        if element is body or holds_another(element, HEADINGS):
             continue
         heading = visible_text(element)[:MAX_HEADING_CHARS]
         if heading:

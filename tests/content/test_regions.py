@@ -309,7 +309,7 @@ def test_the_walk_finds_what_the_xpaths_found(tree):
     page = etree.tostring(body)
     # kept roots that are neither dropped nor link lists, nor inside one: where a root is (a kept
     # list with a landmark in it), one read keeps what is dropped in it out of its prose, where two
-    # reads had let it back in (``_outer`` took the root for the whole)
+    # reads had let it back in (``outer_elements`` took the root for the whole)
     outside = [
         root for root in marked if not any(root is found or found in root.iterancestors() for found in [*landmarks, *link_lists])
     ]
