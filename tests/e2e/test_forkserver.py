@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.system.processes import process_alive, process_state
-from tests.conftest import FORK_SERVER, ROOT, Project, wait_for
+from tests.conftest import FORK_SERVER, ROOT, Project, run_scrapy, wait_for
 from tests.forkserver import FRESH, IMPORTS_REPORT
 
 pytestmark = pytest.mark.skipif(FORK_SERVER is None, reason="the tests' fork server is off (SEARCHCRAWL_TEST_FORKSERVER=0)")
@@ -73,7 +73,7 @@ def test_a_forked_crawl_imports_nothing_the_server_could_have(project: Project, 
     project.source(name, f'seeds = ["{site.url}index.html"]\n')
     report = tmp_path / "imported.txt"
 
-    result = project.scrapy("crawl", name, **{IMPORTS_REPORT: str(report)})
+    result = run_scrapy(["crawl", name], project.env(**{IMPORTS_REPORT: str(report)}))
 
     assert result.returncode == 0, result.stderr[-3000:]
     imported = set(report.read_text(encoding="utf-8").split())
