@@ -115,6 +115,16 @@ def _failure_through(origin: dict[str, Any]) -> Outcome:
     )
 
 
+@dataclass
+class AnchorMarks:
+    """What one transaction's outcomes do to the anchor marks (``Ledger._keep_anchors``): the
+    keys of the documents whose anchor field may have changed, and those of the pages that
+    entered the index to be pushed."""
+
+    targets: set[str] = field(default_factory=set)
+    entering: set[str] = field(default_factory=set)
+
+
 class Ledger:
     """The writes of one source's URL states, each decided here, over its document table."""
 
@@ -222,8 +232,15 @@ class Ledger:
         The write is conditional on the state the decision was made from: when another thread
         changed the row in between (the Solr push marking it indexed), it is read and decided
         again, so neither write is lost."""
+
+        def once(connection: Connection) -> State | None | Literal[False]:
+            due = AnchorMarks()
+            written = self._record(connection, url, outcome, due)
+            self._mark_due(connection, due)
+            return written
+
         for _attempt in range(ATTEMPTS):
-            written = self.table.database.transaction(lambda connection: self._record(connection, url, outcome))
+            written = self.table.database.transaction(once)
             if written is not False:
                 return written
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
@@ -248,7 +265,10 @@ class Ledger:
         def batch(connection: Connection) -> list[State | None]:
             for write in before:
                 write(connection)
-            return [self._record_within(connection, url, outcome) for url, outcome in outcomes]
+            due = AnchorMarks()
+            states = [self._record_within(connection, url, outcome, due) for url, outcome in outcomes]
+            self._mark_due(connection, due)
+            return states
 
         try:  # a deadlock with another node's batch is run again first (Database.transaction)
             return self.table.database.transaction(batch)
@@ -265,18 +285,19 @@ class Ledger:
                 states.append(None)
         return states
 
-    def _record_within(self, connection: Connection, url: str, outcome: Outcome) -> State | None:
+    def _record_within(self, connection: Connection, url: str, outcome: Outcome, due: AnchorMarks) -> State | None:
         """``record``'s attempts inside the caller's transaction (``record_batch``)."""
         for _attempt in range(ATTEMPTS):
-            written = self._record(connection, url, outcome)
+            written = self._record(connection, url, outcome, due)
             if written is not False:
                 return written
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
         return None
 
-    def _record(self, connection: Connection, url: str, outcome: Outcome) -> State | None | Literal[False]:
+    def _record(self, connection: Connection, url: str, outcome: Outcome, due: AnchorMarks) -> State | None | Literal[False]:
         """One attempt of ``record``: the new state, None when the ledger refused the outcome, or
-        False when the row changed since it was read (``record`` tries again)."""
+        False when the row changed since it was read (``record`` tries again); the documents whose
+        anchor field it made due are added to ``due`` (``_keep_anchors``)."""
         table, source = self.table, self.source
         current = records.read_row(table.database, connection, source, url)
         row = None if current is None else self._ledger_row(current)
@@ -303,7 +324,7 @@ class Ledger:
             ):  # still finished in this run: it must not wait for a lost outcome
                 place(table.database, connection, source, url, self._finished())
             return None
-        if not self._apply(connection, url, outcome, change, current, original, content):
+        if not self._apply(connection, url, outcome, change, current, due, original, content):
             return False
         return change.state
 
@@ -323,6 +344,7 @@ class Ledger:
         outcome: Outcome,
         change: Change,
         current: Any,
+        due: AnchorMarks,
         original: str | None,
         content: str | None = None,
     ) -> bool:
@@ -366,16 +388,19 @@ class Ledger:
             before = current.checksum if current is not None else None
             self._make_way(connection, url, change, before, outcome.columns.get("checksum") or before)
         if not table.test_mode:
-            self._keep_anchors(connection, url, outcome, change, current)
+            self._keep_anchors(connection, url, outcome, change, current, due)
         return True
 
-    def _keep_anchors(self, connection: Connection, url: str, outcome: Outcome, change: Change, current: Any) -> None:
+    def _keep_anchors(
+        self, connection: Connection, url: str, outcome: Outcome, change: Change, current: Any, due: AnchorMarks
+    ) -> None:
         """After ``change`` is written: the page's anchors (content/anchors.py) as its outcome
         left them, in the same transaction, so that they and the page's access are always of one
         version. Given (the page was parsed), they replace its anchors; a page out of the index
-        has none. The targets whose anchors that count may have changed are marked due
-        (store/anchor_table.py), for the push to set their field: those of an anchor added or gone, and
-        every target of the page when it enters or leaves the index or its readers change."""
+        has none. The targets whose anchors that count may have changed are added to ``due``, to
+        be marked (store/anchor_table.py) for the push to set their field: those of an anchor added
+        or gone, and every target of the page when it enters or leaves the index or its readers
+        change. A page that enters the index to be pushed is noted too: its push sets its field."""
         before = current is not None and current.state in IN_INDEX
         after = change.state in IN_INDEX
         given = outcome.anchors
@@ -383,6 +408,8 @@ class Ledger:
         if given is None and before == after and not readers:
             return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
         database, page = self.table.database, url_hash(url)
+        if after and not before and change.state == State.PENDING:
+            due.entering.add(page)
         # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
         old = anchor_table.read_page(database, connection, self.source, page) if before else set()
         new = {(url_hash(target), text) for target, text in given} if given is not None and after else set()
@@ -393,9 +420,15 @@ class Ledger:
         if not (before or after):
             return
         everything = before != after or (readers and outcome.columns["access"] != current.access)
-        anchor_table.mark_due(
-            database, connection, self.source, {target for target, _text in (old | new if everything else old ^ new)}
-        )
+        due.targets.update(target for target, _text in (old | new if everything else old ^ new))
+
+    def _mark_due(self, connection: Connection, due: AnchorMarks) -> None:
+        """The documents of ``due`` marked at the end of the transaction of its outcomes, in one
+        statement for all of them: one a page's outcome was 1.7 % of a crawl's CPU (issue 102),
+        and a site's pages name the same targets. A target that one of these outcomes put in the
+        index to be pushed is left unmarked: its push reads its anchors, those written here among
+        them, as it sends it (a mark would only have it set again after that push)."""
+        anchor_table.mark_due(self.table.database, connection, self.source, due.targets - due.entering)
 
     def _make_way(self, connection: Connection, url: str, change: Change, before: str | None, checksum: str | None) -> None:
         """After ``change`` is written (the URL's content ``before`` it, and ``checksum`` now): a

@@ -220,10 +220,10 @@ def test_a_failing_outcome_in_a_batch_does_not_hold_back_the_others(tmp_path, mo
     frontier.add([Entry(url, 0) for url in ("http://h/a", "http://h/bad", "http://h/c")])
     original = Ledger._record
 
-    def broken(self, connection, url, outcome):
+    def broken(self, connection, url, outcome, marks):
         if url == "http://h/bad":
             raise ValueError("a bad value")
-        return original(self, connection, url, outcome)
+        return original(self, connection, url, outcome, marks)
 
     monkeypatch.setattr(Ledger, "_record", broken)
     states = ledger.record_batch([(url, cached("one")) for url in ("http://h/a", "http://h/bad", "http://h/c")])
