@@ -10,7 +10,10 @@ deadlock), and the push sets their field and deletes the marks it read: a mark a
 stays (``clear_due``). What counts for a target is read here (``candidates``: the
 anchors of the source's pages in the index, with their access) and decided by content/anchors.py.
 The writes are the Ledger's alone (store/ledger.py ``_keep_anchors``, ``mark_anchors_set``;
-tests/store/test_one_writer.py), and this module is the only writer of these two tables.
+tests/store/test_one_writer.py), and this module is the only writer of these two tables. The marks
+of a transaction's outcomes (a batch of pages) are made in one statement at its end
+(``Ledger._mark_due``), and a page that entered the index to be pushed in it gets none: its push
+reads its anchors as it sends it.
 """
 
 from __future__ import annotations
