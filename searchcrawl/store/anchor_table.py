@@ -11,9 +11,10 @@ stays (``clear_due``). What counts for a target is read here (``candidates``: th
 anchors of the source's pages in the index, with their access) and decided by content/anchors.py.
 The writes are the Ledger's alone (store/ledger.py ``_keep_anchors``, ``mark_anchors_set``;
 tests/store/test_one_writer.py), and this module is the only writer of these two tables. The marks
-of a transaction's outcomes (a batch of pages) are made in one statement at its end
-(``Ledger._mark_due``), and a page that entered the index to be pushed in it gets none: its push
-reads its anchors as it sends it.
+of a transaction's outcomes (a batch of pages) are made at its end, in one statement for up to
+MARK_CHUNK targets (``Ledger._mark_due``); a new page that entered the index in it, to be pushed,
+gets none: its push reads its anchors as it sends it (one that came back to the index may be in
+a push under way, or held in Solr by the mass-deletion guard: it is marked).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from searchcrawl.store.database import Database
 from searchcrawl.store.models import anchor_marks, anchors, documents
 
 AnchorKey = tuple[str, str]  # (the target's url_hash, the text)
+MARK_CHUNK = 500  # targets a marking statement looks up at most
 
 
 class DueDocument(NamedTuple):
@@ -82,6 +84,10 @@ def mark_due(database: Database, connection: Connection, source: str, targets: I
     when it is pushed). Their rows are read, not written: nothing waits on them."""
     keys = sorted(set(targets))
     if not keys:
+        return
+    if len(keys) > MARK_CHUNK:  # a transaction's targets, bounded a statement (SQLite's 32,766 parameters)
+        for start in range(0, len(keys), MARK_CHUNK):
+            mark_due(database, connection, source, keys[start : start + MARK_CHUNK])
         return
     dialect = database.engine.dialect.name
     statement = database.statement(

@@ -20,6 +20,7 @@ from tests.benchmarks.plan import fill
 from tests.store.test_anchor_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
     test_a_batch_of_outcomes_marks_their_targets_in_one_statement,
     test_a_change_of_a_pages_readers_marks_every_target_due,
+    test_a_page_back_from_removing_with_a_link_to_it_in_the_same_batch_is_marked,
     test_a_page_entering_the_index_with_a_page_that_links_to_it_is_left_to_its_push,
     test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due,
     test_a_target_is_unmarked_only_of_the_marks_read_before_its_field_was_set,

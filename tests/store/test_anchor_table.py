@@ -14,6 +14,8 @@ from sqlalchemy import event
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.anchor_table import MARK_CHUNK, mark_due
+from searchcrawl.store.database import url_hash
 from searchcrawl.store.ledger import Ledger
 
 P, Q, R = "http://a.test/p.html", "http://a.test/q.html", "http://a.test/r.html"
@@ -188,3 +190,37 @@ def test_a_page_entering_the_index_with_a_page_that_links_to_it_is_left_to_its_p
     ledger.record(Q, cached("q"))  # pending, from an earlier transaction
     ledger.record_batch([(P, links), (R, cached("r"))])
     assert due(ledger) == {Q}
+
+
+def test_a_page_back_from_removing_with_a_link_to_it_in_the_same_batch_is_marked(backend: str, tmp_path, request) -> None:
+    """A page that comes back to the index from REMOVING may be in a push under way (which read
+    its anchors before this batch) or held in Solr by the mass-deletion guard: unlike a new page,
+    it is marked (a review of the batching found both)."""
+    ledger = ledger_of(backend, tmp_path, request)
+    indexed(ledger, Q, "q")
+    ledger.record(Q, Outcome(Event.GONE, 404))  # leaving: removed from Solr by the next push
+    set_all(ledger)
+    ledger.record_batch([(Q, cached("q")), (P, cached("p", ((Q, "travel"),)))])
+    assert due(ledger) == {Q}
+
+
+def test_many_targets_are_marked_a_chunk_a_statement(tmp_path) -> None:
+    """A transaction's targets, however many, in statements of at most MARK_CHUNK (SQLite takes
+    32,766 parameters a statement)."""
+    ledger = ledger_of("sqlite", tmp_path, None)  # type: ignore[arg-type]
+    for url in (P, Q, R):
+        indexed(ledger, url, url)
+    keys = [url_hash(url) for url in (P, Q, R)] + [f"{number:064x}" for number in range(2 * MARK_CHUNK)]
+    marking: list[str] = []
+
+    def count(_connection, _cursor, statement: str, *_rest) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ANCHOR_MARKS"):
+            marking.append(statement)
+
+    event.listen(ledger.table.database.engine, "before_cursor_execute", count)
+    try:
+        ledger.table.database.transaction(lambda connection: mark_due(ledger.table.database, connection, ledger.source, keys))
+    finally:
+        event.remove(ledger.table.database.engine, "before_cursor_execute", count)
+    assert len(marking) == 3
+    assert due(ledger) == {P, Q, R}
