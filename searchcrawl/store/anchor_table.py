@@ -12,9 +12,10 @@ anchors of the source's pages in the index, with their access) and decided by co
 The writes are the Ledger's alone (store/ledger.py ``_keep_anchors``, ``mark_anchors_set``;
 tests/store/test_one_writer.py), and this module is the only writer of these two tables. The marks
 of a transaction's outcomes (a batch of pages) are made at its end, in one statement for up to
-MARK_CHUNK targets (``Ledger._mark_due``); a new page that entered the index in it, to be pushed,
-gets none: its push reads its anchors as it sends it (one that came back to the index may be in
-a push under way, or held in Solr by the mass-deletion guard: it is marked).
+MARK_CHUNK targets (``Ledger._mark_due``); a page fetched for the first time that entered the
+index in it, to be pushed, gets none: its push reads its anchors as it sends it (one that came
+back to the index may be in a push under way, or held in Solr by the mass-deletion guard: it is
+marked).
 """
 
 from __future__ import annotations

@@ -118,8 +118,8 @@ def _failure_through(origin: dict[str, Any]) -> Outcome:
 @dataclass
 class AnchorMarks:
     """What one transaction's outcomes do to the anchor marks (``Ledger._keep_anchors``): the
-    keys of the documents whose anchor field may have changed, and those of the new pages that
-    entered the index to be pushed."""
+    keys of the documents whose anchor field may have changed, and those of the pages fetched
+    for the first time that entered the index to be pushed."""
 
     targets: set[str] = field(default_factory=set)
     entering: set[str] = field(default_factory=set)
@@ -400,7 +400,8 @@ class Ledger:
         has none. The targets whose anchors that count may have changed are added to ``due``, to
         be marked (store/anchor_table.py) for the push to set their field: those of an anchor added
         or gone, and every target of the page when it enters or leaves the index or its readers
-        change. A new page that enters the index to be pushed is noted too: its push sets its field."""
+        change. A page fetched for the first time that enters the index to be pushed is noted
+        too: its push sets its field."""
         before = current is not None and current.state in IN_INDEX
         after = change.state in IN_INDEX
         given = outcome.anchors
@@ -408,9 +409,10 @@ class Ledger:
         if given is None and before == after and not readers:
             return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
         database, page = self.table.database, url_hash(url)
-        if current is None and change.state == State.PENDING:
-            # a new row: no push has read it, and Solr holds nothing of it (one that comes back
-            # from REMOVING may be in a push under way, or held in Solr by the guard: marked)
+        if (current is None or current.state == State.QUEUED) and change.state == State.PENDING:
+            # a page never fetched before (no row, or the queued row its link made): no push has
+            # read it, and Solr holds nothing of it (one that comes back from REMOVING may be in
+            # a push under way, or held in Solr by the guard: it is marked)
             due.entering.add(page)
         # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
         old = anchor_table.read_page(database, connection, self.source, page) if before else set()
@@ -427,9 +429,10 @@ class Ledger:
     def _mark_due(self, connection: Connection, due: AnchorMarks) -> None:
         """The documents of ``due`` marked at the end of the transaction of its outcomes, in one
         statement for all of them: one a page's outcome was 1.7 % of a crawl's CPU (issue 102),
-        and a site's pages name the same targets. A target that one of these outcomes made, new,
-        to be pushed is left unmarked: its push reads its anchors, those written here among them,
-        as it sends it (a mark would only have it set again after that push)."""
+        and a site's pages name the same targets. A target that one of these outcomes put in the
+        index for the first time, to be pushed, is left unmarked: its push reads its anchors, those
+        written here among them, as it sends it (a mark would only have it set again after that
+        push)."""
         anchor_table.mark_due(self.table.database, connection, self.source, due.targets - due.entering)
 
     def _make_way(self, connection: Connection, url: str, change: Change, before: str | None, checksum: str | None) -> None:

@@ -16,7 +16,9 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.anchor_table import MARK_CHUNK, mark_due
 from searchcrawl.store.database import url_hash
+from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.ledger import Ledger
+from searchcrawl.store.runs import Runs
 
 P, Q, R = "http://a.test/p.html", "http://a.test/q.html", "http://a.test/r.html"
 PUBLIC = json.dumps(Access.public("test").to_data())
@@ -224,3 +226,15 @@ def test_many_targets_are_marked_a_chunk_a_statement(tmp_path) -> None:
         event.remove(ledger.table.database.engine, "before_cursor_execute", count)
     assert len(marking) == 3
     assert due(ledger) == {P, Q, R}
+
+
+def test_a_queued_page_entering_the_index_with_a_link_to_it_is_left_to_its_push(tmp_path) -> None:
+    """In a crawl every link's page has a row (queued) before it is fetched: that page, fetched for
+    the first time in the same batch as a page linking to it, is left to its push too (a second
+    review of the batching: with only rows that did not exist, a crawl's batches marked them)."""
+    ledger = ledger_of("sqlite", tmp_path, None)  # type: ignore[arg-type]
+    run = Runs(ledger.table.database).start(ledger.source)
+    Frontier(ledger.table.database, ledger.source, run.id, "node:1").add([Entry(Q, 1), Entry(P, 1)])
+    ledger.record_batch([(P, cached("p", ((Q, "travel"),))), (Q, cached("q"))])
+    assert due(ledger) == set()
+    assert texts(ledger, Q) == {"travel": PUBLIC}
