@@ -125,6 +125,14 @@ class AnchorMarks:
     entering: set[str] = field(default_factory=set)
 
 
+def enters_first(current: Any, change: Change) -> bool:
+    """Whether ``change`` puts a page fetched for the first time (no row before, or the queued row
+    its link made) in the index to be pushed: no push has read it, and Solr holds nothing of it.
+    One that comes back from REMOVING may be in a push under way, or held in Solr by the
+    mass-deletion guard, with its old anchor field."""
+    return (current is None or current.state == State.QUEUED) and change.state == State.PENDING
+
+
 class Ledger:
     """The writes of one source's URL states, each decided here, over its document table."""
 
@@ -409,10 +417,7 @@ class Ledger:
         if given is None and before == after and not readers:
             return  # nearly every outcome of a page not parsed (a 304, a failure, Solr's answers)
         database, page = self.table.database, url_hash(url)
-        if (current is None or current.state == State.QUEUED) and change.state == State.PENDING:
-            # a page never fetched before (no row, or the queued row its link made): no push has
-            # read it, and Solr holds nothing of it (one that comes back from REMOVING may be in
-            # a push under way, or held in Solr by the guard: it is marked)
+        if enters_first(current, change):
             due.entering.add(page)
         # a page out of the index has none (they go as it leaves): nothing to read, nor to delete
         old = anchor_table.read_page(database, connection, self.source, page) if before else set()
