@@ -454,6 +454,10 @@ def test_the_process_is_not_given_the_crawls_other_secrets(monkeypatch, tmp_path
     monkeypatch.setenv("SEARCHCRAWL_SOLR_PASSWORD", "solr-s3cret-value")
     process, channel = started(tmp_path)
     try:
+        # Popen returns as exec closes the child's close-on-exec pipe, before the kernel has laid
+        # out the new program's environment: read then, environ is empty (b''; CI under load).
+        # Once the process has said it is ready, it is long there.
+        said_until(channel, "ready")
         environment = Path(f"/proc/{process.pid}/environ").read_bytes()  # type: ignore[attr-defined]
         assert b"s3cret-value" not in environment and b"PYTHONPATH=" in environment
     finally:
