@@ -5,8 +5,10 @@ tests that take ``backend`` on PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import event
@@ -55,6 +57,22 @@ def set_all(ledger: Ledger) -> None:
 
 def texts(ledger: Ledger, url: str) -> dict[str, str | None]:
     return {text: access for _page, text, access in ledger.table.anchor_candidates(ledger.source, [url]).get(url, [])}
+
+
+@contextlib.contextmanager
+def marking_statements(ledger: Ledger) -> Iterator[list[str]]:
+    """The anchor-marking statements sent to the database meanwhile."""
+    marking: list[str] = []
+
+    def count(_connection, _cursor, statement: str, *_rest) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ANCHOR_MARKS"):
+            marking.append(statement)
+
+    event.listen(ledger.table.database.engine, "before_cursor_execute", count)
+    try:
+        yield marking
+    finally:
+        event.remove(ledger.table.database.engine, "before_cursor_execute", count)
 
 
 def test_a_pages_anchors_follow_it_through_change_and_mark_their_targets_due(backend: str, tmp_path, request) -> None:
@@ -161,18 +179,9 @@ def test_a_batch_of_outcomes_marks_their_targets_in_one_statement(backend: str, 
     ledger = ledger_of(backend, tmp_path, request)
     indexed(ledger, Q, "q")
     indexed(ledger, R, "r")
-    marking: list[str] = []
-
-    def count(_connection, _cursor, statement: str, *_rest) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO ANCHOR_MARKS"):
-            marking.append(statement)
-
-    event.listen(ledger.table.database.engine, "before_cursor_execute", count)
-    try:
-        pages = [f"http://a.test/{number}.html" for number in range(6)]
+    pages = [f"http://a.test/{number}.html" for number in range(6)]
+    with marking_statements(ledger) as marking:
         ledger.record_batch([(page, cached(page, ((Q, "travel"), (R, "leave")))) for page in pages])
-    finally:
-        event.remove(ledger.table.database.engine, "before_cursor_execute", count)
     assert len(marking) == 1
     assert due(ledger) == {Q, R}
     assert {row.url: len(row.marks) for row in ledger.table.anchors_due(ledger.source)} == {Q: 1, R: 1}
@@ -213,17 +222,8 @@ def test_many_targets_are_marked_a_chunk_a_statement(tmp_path) -> None:
     for url in (P, Q, R):
         indexed(ledger, url, url)
     keys = [url_hash(url) for url in (P, Q, R)] + [f"{number:064x}" for number in range(2 * MARK_CHUNK)]
-    marking: list[str] = []
-
-    def count(_connection, _cursor, statement: str, *_rest) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO ANCHOR_MARKS"):
-            marking.append(statement)
-
-    event.listen(ledger.table.database.engine, "before_cursor_execute", count)
-    try:
+    with marking_statements(ledger) as marking:
         ledger.table.database.transaction(lambda connection: mark_due(ledger.table.database, connection, ledger.source, keys))
-    finally:
-        event.remove(ledger.table.database.engine, "before_cursor_execute", count)
     assert len(marking) == 3
     assert due(ledger) == {P, Q, R}
 
